@@ -1,0 +1,409 @@
+//! `ANY /r/{bin}[/{rest}]`: record the request exactly, commit it, then answer.
+//!
+//! parse (bin check, head, bounded body read) -> persist (queue to the writer, await the commit)
+//! -> respond (413 for a cut body, the bin's custom response, or `200 ok`). The response goes out
+//! only after the row is committed: a 2xx that is later missing would be data loss.
+
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use hyper::header::{
+    ACCEPT, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, HeaderName, HeaderValue, LOCATION,
+};
+use hyper::{HeaderMap, Method, Request, Response, StatusCode, Version};
+
+use crate::clock::now_ms;
+use crate::http::ConnInfo;
+use crate::http::body::{self, Body};
+use crate::http::client::client_ip;
+use crate::http::error::ApiError;
+use crate::ids;
+use crate::model::{HeaderPair, StoredRequest};
+use crate::rawhead::RawHead;
+use crate::response::ResponseSpec;
+use crate::state::AppState;
+use crate::storage::{CaptureOutcome, StoreError};
+
+/// After a body passes `--max-body-bytes`, up to this much more is read and discarded, so that the
+/// client is still reading when the 413 arrives instead of seeing its upload reset.
+const MAX_DRAIN_BYTES: u64 = 16 * 1024 * 1024;
+
+pub async fn capture(
+    state: &AppState,
+    req: Request<Incoming>,
+    conn: &ConnInfo,
+    raw: Option<RawHead>,
+    bin: &str,
+) -> Response<Body> {
+    let started = Instant::now();
+    let received_at = now_ms();
+    let Some(entry) = ids::is_valid_bin_id(bin)
+        .then(|| state.store.bin_entry(bin, received_at))
+        .flatten()
+    else {
+        state.metrics.captures_unknown_bin.fetch_add(1, Relaxed);
+        return ApiError::bin_not_found().into_response();
+    };
+    let (parts, incoming) = req.into_parts();
+    let path = parts.uri.path();
+    let subpath = &path["/r/".len() + bin.len()..];
+    let query = parts.uri.query().unwrap_or("");
+
+    if is_browser_navigation(&parts.method, subpath, parts.uri.query(), &parts.headers) {
+        let mut res = body::text(StatusCode::SEE_OTHER, "");
+        if let Ok(location) = HeaderValue::from_str(&format!("/bins/{bin}")) {
+            res.headers_mut().insert(LOCATION, location);
+        }
+        return res;
+    }
+
+    if let Some(head) = &raw {
+        if head.len > state.config.max_header_bytes {
+            return ApiError::new(
+                StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+                "headers_too_large",
+                format!(
+                    "the request head is {} bytes; at most {} are accepted",
+                    head.len, state.config.max_header_bytes
+                ),
+            )
+            .into_response();
+        }
+    }
+    let headers = match raw {
+        Some(head) => head.headers,
+        // The tap lost track of this connection: HeaderMap order (grouped by name, lowercase).
+        None => parts
+            .headers
+            .iter()
+            .map(|(n, v)| HeaderPair::new(n.as_str(), v.as_bytes()))
+            .collect(),
+    };
+
+    let declared = declared_length(&parts.headers);
+    let read = match read_body(
+        incoming,
+        state.config.max_body_bytes,
+        declared,
+        state.config.body_timeout,
+    )
+    .await
+    {
+        Ok(read) => read,
+        Err(BodyError::Timeout) => {
+            tracing::debug!(bin_id = %bin, "body timed out; nothing recorded");
+            return close(ApiError::new(
+                StatusCode::REQUEST_TIMEOUT,
+                "body_timeout",
+                "the request body stalled; nothing was recorded",
+            ));
+        }
+        Err(BodyError::Broken(e)) => {
+            tracing::debug!(bin_id = %bin, cause = %e, "body unreadable; nothing recorded");
+            return close(ApiError::bad_request(
+                "bad_body",
+                format!("the request body could not be read ({e}); nothing was recorded"),
+            ));
+        }
+    };
+
+    let body_size = if read.truncated {
+        declared.unwrap_or(read.received)
+    } else {
+        read.bytes.len() as u64
+    };
+    let request = StoredRequest {
+        id: String::new(),
+        bin_id: bin.to_owned(),
+        method: parts.method.as_str().to_owned(),
+        path: path.to_owned(),
+        subpath: subpath.to_owned(),
+        query: query.to_owned(),
+        headers,
+        body: read.bytes,
+        body_size,
+        body_truncated: read.truncated,
+        remote_addr: client_ip(&state.config, conn.peer, &parts.headers).to_string(),
+        http_version: version_name(parts.version).to_owned(),
+        received_at,
+    };
+    let request_id = match persist(state, request).await {
+        Ok(id) => id,
+        Err(res) => return res,
+    };
+    state.metrics.observe_capture(started.elapsed());
+    tracing::debug!(bin_id = %bin, request_id, method = %parts.method, size = body_size, "captured");
+
+    let mut res = if read.truncated {
+        state.metrics.requests_truncated.fetch_add(1, Relaxed);
+        let mut res = ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "body_too_large",
+            format!(
+                "the body exceeds {} bytes; the request was recorded with its first {} bytes",
+                state.config.max_body_bytes, state.config.max_body_bytes
+            ),
+        )
+        .into_response();
+        if !read.complete {
+            // The rest of the body is still on the wire; the connection cannot be reused.
+            res.headers_mut()
+                .insert(CONNECTION, HeaderValue::from_static("close"));
+        }
+        res
+    } else if let Some(spec) = &entry.response {
+        custom_response(state, spec).await
+    } else {
+        body::text(StatusCode::OK, "ok")
+    };
+    let h = res.headers_mut();
+    h.insert("x-request-id", HeaderValue::from(request_id));
+    add_cors(h, &parts.method, &parts.headers);
+    res
+}
+
+/// Queues the row and waits for its commit; the request id, or the response to send instead.
+async fn persist(state: &AppState, request: StoredRequest) -> Result<i64, Response<Body>> {
+    let pending = match state
+        .store
+        .try_capture(request, state.config.max_requests_per_bin)
+    {
+        Ok(pending) => pending,
+        Err(e) => {
+            if matches!(e, StoreError::QueueFull) {
+                state
+                    .metrics
+                    .captures_rejected_queue_full
+                    .fetch_add(1, Relaxed);
+                tracing::warn!("write queue full: answering 503");
+            }
+            return Err(ApiError::from(e).into_response());
+        }
+    };
+    match pending.await {
+        Ok(Ok(CaptureOutcome::Stored { id, evicted })) => {
+            state.metrics.requests_captured.fetch_add(1, Relaxed);
+            state.metrics.requests_evicted.fetch_add(evicted, Relaxed);
+            Ok(id)
+        }
+        Ok(Ok(CaptureOutcome::BinGone)) => Err(ApiError::bin_not_found().into_response()),
+        Ok(Err(e)) => Err(ApiError::from(e).into_response()),
+        Err(_) => Err(ApiError::from(StoreError::Closed).into_response()),
+    }
+}
+
+/// A browser opening the bare capture URL is sent to the inspector instead of being recorded.
+fn is_browser_navigation(
+    method: &Method,
+    subpath: &str,
+    query: Option<&str>,
+    headers: &HeaderMap,
+) -> bool {
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+    };
+    method == Method::GET
+        && subpath.is_empty()
+        && query.is_none()
+        && header("sec-fetch-mode").eq_ignore_ascii_case("navigate")
+        && header(ACCEPT.as_str()).contains("text/html")
+}
+
+fn declared_length(headers: &HeaderMap) -> Option<u64> {
+    headers
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse().ok())
+}
+
+fn version_name(v: Version) -> &'static str {
+    match v {
+        Version::HTTP_09 => "HTTP/0.9",
+        Version::HTTP_10 => "HTTP/1.0",
+        Version::HTTP_2 => "HTTP/2",
+        Version::HTTP_3 => "HTTP/3",
+        _ => "HTTP/1.1",
+    }
+}
+
+fn close(err: ApiError) -> Response<Body> {
+    let mut res = err.into_response();
+    res.headers_mut()
+        .insert(CONNECTION, HeaderValue::from_static("close"));
+    res
+}
+
+#[derive(Debug)]
+struct ReadBody {
+    /// At most `max` bytes.
+    bytes: Vec<u8>,
+    /// Bytes received in all, including any read past `max` and discarded.
+    received: u64,
+    truncated: bool,
+    /// Whether the body was read to its end (so the connection can be reused).
+    complete: bool,
+}
+
+#[derive(Debug)]
+enum BodyError {
+    /// No data for `--body-timeout`.
+    Timeout,
+    /// The client broke off or sent a malformed chunked body.
+    Broken(hyper::Error),
+}
+
+/// Reads the body, keeping at most `max` bytes: memory never holds an unbounded body.
+async fn read_body(
+    mut body: Incoming,
+    max: u64,
+    declared: Option<u64>,
+    idle: Duration,
+) -> Result<ReadBody, BodyError> {
+    // Preallocate for the common case of a declared length, but never beyond the limit.
+    let capacity = declared.unwrap_or(0).min(max).min(8 * 1024 * 1024) as usize;
+    let mut read = ReadBody {
+        bytes: Vec::with_capacity(capacity),
+        received: 0,
+        truncated: false,
+        complete: true,
+    };
+    loop {
+        let frame = match tokio::time::timeout(idle, body.frame()).await {
+            Err(_) => return Err(BodyError::Timeout),
+            Ok(None) => return Ok(read),
+            Ok(Some(Err(e))) => return Err(BodyError::Broken(e)),
+            Ok(Some(Ok(frame))) => frame,
+        };
+        let Ok(data) = frame.into_data() else {
+            continue; // trailers: not part of the body
+        };
+        read.received += data.len() as u64;
+        keep_up_to(&mut read, &data, max);
+        if read.truncated && read.received > max.saturating_add(MAX_DRAIN_BYTES) {
+            read.complete = false;
+            return Ok(read);
+        }
+    }
+}
+
+fn keep_up_to(read: &mut ReadBody, data: &Bytes, max: u64) {
+    if read.truncated {
+        return;
+    }
+    let room = (max - read.bytes.len() as u64) as usize;
+    if data.len() <= room {
+        read.bytes.extend_from_slice(data);
+    } else {
+        read.bytes.extend_from_slice(&data[..room]);
+        read.truncated = true;
+    }
+}
+
+/// The bin's configured answer. The delay runs after the commit and holds no database
+/// connection or thread; shutdown cuts it short so a stop never waits 30 s.
+async fn custom_response(state: &AppState, spec: &ResponseSpec) -> Response<Body> {
+    if spec.delay_ms > 0 {
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(spec.delay_ms)) => {}
+            _ = state.shutdown.triggered() => {}
+        }
+    }
+    let mut res = Response::new(body::full(spec.body.clone()));
+    *res.status_mut() = StatusCode::from_u16(spec.status).unwrap_or(StatusCode::OK);
+    let h = res.headers_mut();
+    for (name, value) in &spec.headers {
+        // Validated when the spec was set; a failure here would mean a damaged database row.
+        if let (Ok(n), Ok(v)) = (
+            HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_str(value),
+        ) {
+            h.append(n, v);
+        }
+    }
+    if !spec.has_header("content-type") && !spec.body.is_empty() {
+        h.insert(
+            CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; charset=utf-8"),
+        );
+    }
+    res
+}
+
+/// Permissive CORS, so webhooks sent from browser code are captured too. Headers a custom
+/// response sets itself are left alone.
+fn add_cors(h: &mut HeaderMap, method: &Method, request: &HeaderMap) {
+    let mut set = |name: &'static str, value: HeaderValue| {
+        if !h.contains_key(name) {
+            h.insert(name, value);
+        }
+    };
+    set("access-control-allow-origin", HeaderValue::from_static("*"));
+    set(
+        "access-control-expose-headers",
+        HeaderValue::from_static("x-request-id"),
+    );
+    if method == Method::OPTIONS {
+        let echo = |name: &str, default: &'static str| {
+            request
+                .get(name)
+                .cloned()
+                .unwrap_or(HeaderValue::from_static(default))
+        };
+        set(
+            "access-control-allow-methods",
+            echo(
+                "access-control-request-method",
+                "GET, POST, PUT, PATCH, DELETE, HEAD, OPTIONS",
+            ),
+        );
+        set(
+            "access-control-allow-headers",
+            echo("access-control-request-headers", "*"),
+        );
+        set("access-control-max-age", HeaderValue::from_static("86400"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keeps_exactly_max_bytes() {
+        let mut read = ReadBody {
+            bytes: Vec::new(),
+            received: 0,
+            truncated: false,
+            complete: true,
+        };
+        keep_up_to(&mut read, &Bytes::from_static(b"abc"), 5);
+        assert!(!read.truncated);
+        keep_up_to(&mut read, &Bytes::from_static(b"de"), 5);
+        assert!(!read.truncated, "exactly max is not truncated");
+        keep_up_to(&mut read, &Bytes::from_static(b"f"), 5);
+        assert!(read.truncated);
+        assert_eq!(read.bytes, b"abcde");
+    }
+
+    #[test]
+    fn browser_navigation_needs_all_signs() {
+        let mut h = HeaderMap::new();
+        h.insert("sec-fetch-mode", HeaderValue::from_static("navigate"));
+        h.insert(
+            ACCEPT,
+            HeaderValue::from_static("text/html,application/xhtml+xml"),
+        );
+        assert!(is_browser_navigation(&Method::GET, "", None, &h));
+        assert!(!is_browser_navigation(&Method::POST, "", None, &h));
+        assert!(!is_browser_navigation(&Method::GET, "/x", None, &h));
+        assert!(!is_browser_navigation(&Method::GET, "", Some("a=1"), &h));
+        h.insert(ACCEPT, HeaderValue::from_static("*/*"));
+        assert!(!is_browser_navigation(&Method::GET, "", None, &h));
+    }
+}

@@ -1,0 +1,376 @@
+//! The JSON API under `/api` (see API.md).
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+use hyper::header::{
+    CONTENT_DISPOSITION, CONTENT_TYPE, HeaderValue, LOCATION, X_CONTENT_TYPE_OPTIONS,
+};
+use hyper::{Method, Request, Response, StatusCode};
+use serde_json::{Value, json};
+
+use super::ConnInfo;
+use super::body::{self, Body};
+use super::client::{client_ip, public_base};
+use super::error::ApiError;
+use super::views;
+use crate::clock::now_ms;
+use crate::ids;
+use crate::model::Bin;
+use crate::response::ResponseSpec;
+use crate::state::AppState;
+
+/// JSON bodies sent to the API are small (a ResponseSpec body is at most 64 KiB).
+const MAX_API_BODY: usize = 1024 * 1024;
+/// Longest bin lifetime a client may ask for: 30 days.
+const MAX_TTL_SECONDS: u64 = 2_592_000;
+const DEFAULT_PAGE: usize = 50;
+const MAX_PAGE: usize = 500;
+
+type ApiResult = Result<Response<Body>, ApiError>;
+
+pub async fn route(state: &Arc<AppState>, req: Request<Incoming>, conn: &ConnInfo) -> ApiResult {
+    let path = req.uri().path().to_owned();
+    let segments: Vec<&str> = path.trim_start_matches("/api/").split('/').collect();
+    let method = req.method().clone();
+    let get = method == Method::GET || method == Method::HEAD;
+    match segments.as_slice() {
+        ["bins"] => match method {
+            Method::POST => create_bin(state, req, conn).await,
+            _ => Err(ApiError::method_not_allowed("POST")),
+        },
+        ["bins", bin] => match method {
+            _ if get => get_bin(state, &req, bin).await,
+            Method::DELETE => delete_bin(state, bin).await,
+            _ => Err(ApiError::method_not_allowed("GET, DELETE")),
+        },
+        ["bins", bin, "response"] => match method {
+            Method::PUT => put_response(state, req, bin).await,
+            Method::DELETE => delete_response(state, bin).await,
+            _ => Err(ApiError::method_not_allowed("PUT, DELETE")),
+        },
+        ["bins", bin, "requests"] => match method {
+            _ if get => list_requests(state, &req, bin).await,
+            Method::DELETE => clear_requests(state, bin).await,
+            _ => Err(ApiError::method_not_allowed("GET, DELETE")),
+        },
+        ["bins", bin, "requests", id] => match method {
+            _ if get => get_request(state, bin, id).await,
+            Method::DELETE => delete_request(state, bin, id).await,
+            _ => Err(ApiError::method_not_allowed("GET, DELETE")),
+        },
+        ["bins", bin, "requests", id, "body"] => match method {
+            _ if get => get_body(state, bin, id).await,
+            _ => Err(ApiError::method_not_allowed("GET")),
+        },
+        ["bins", bin, "stream"] => match method {
+            _ if get => super::stream::stream(state, &req, bin).await,
+            _ => Err(ApiError::method_not_allowed("GET")),
+        },
+        _ => Err(ApiError::route_not_found()),
+    }
+}
+
+/// Fails with 404 unless `id` names a live bin.
+pub fn live_bin(state: &AppState, id: &str, now: i64) -> Result<(), ApiError> {
+    if ids::is_valid_bin_id(id) && state.store.bin_entry(id, now).is_some() {
+        Ok(())
+    } else {
+        Err(ApiError::bin_not_found())
+    }
+}
+
+fn request_id(id: &str) -> Result<i64, ApiError> {
+    ids::parse_request_id(id).ok_or_else(ApiError::request_not_found)
+}
+
+/// Reads a JSON request body; `None` when the body is empty.
+pub async fn read_json(
+    state: &AppState,
+    req: Request<Incoming>,
+) -> Result<Option<Value>, ApiError> {
+    let timeout = state.config.body_timeout;
+    let bytes = read_small_body(req.into_body(), MAX_API_BODY, timeout).await?;
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(None);
+    }
+    serde_json::from_slice(&bytes).map(Some).map_err(|e| {
+        ApiError::bad_request("invalid_json", format!("the body is not valid JSON: {e}"))
+    })
+}
+
+async fn read_small_body(
+    body: Incoming,
+    limit: usize,
+    timeout: Duration,
+) -> Result<Bytes, ApiError> {
+    let collect = Limited::new(body, limit).collect();
+    match tokio::time::timeout(timeout, collect).await {
+        Err(_) => Err(ApiError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "body_timeout",
+            "the request body did not arrive in time",
+        )),
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "body_too_large",
+            format!("API request bodies are limited to {limit} bytes"),
+        )),
+        Ok(Err(e)) => Err(ApiError::bad_request(
+            "bad_body",
+            format!("cannot read the body: {e}"),
+        )),
+        Ok(Ok(collected)) => Ok(collected.to_bytes()),
+    }
+}
+
+async fn create_bin(state: &Arc<AppState>, req: Request<Incoming>, conn: &ConnInfo) -> ApiResult {
+    let now = now_ms();
+    let ip = client_ip(&state.config, conn.peer, req.headers());
+    if let Err(wait) = state.bin_limit.check(ip, now) {
+        state.metrics.bins_rate_limited.fetch_add(1, Relaxed);
+        return Err(ApiError {
+            retry_after: Some(wait),
+            ..ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "too_many_bins",
+                format!(
+                    "at most {} bins per minute per client address; retry in {wait} s",
+                    state.config.max_bins_per_minute
+                ),
+            )
+        });
+    }
+    let base = public_base(&state.config, req.headers());
+    let options = read_json(state, req).await?;
+    let (ttl, response) = bin_options(options.as_ref(), state.config.bin_ttl)?;
+    let bin = Bin {
+        id: ids::new_bin_id(),
+        created_at: now,
+        expires_at: now.saturating_add(ttl.as_millis() as i64),
+        response: response.as_ref().map(|r| r.to_json()),
+        request_count: 0,
+    };
+    state
+        .store
+        .create_bin(bin.clone(), response.map(Arc::new))
+        .await?;
+    state.metrics.bins_created.fetch_add(1, Relaxed);
+    tracing::info!(bin_id = %bin.id, %ip, "bin created");
+    let mut res = body::json(StatusCode::CREATED, &views::bin(&bin, &base));
+    if let Ok(location) = HeaderValue::from_str(&format!("/api/bins/{}", bin.id)) {
+        res.headers_mut().insert(LOCATION, location);
+    }
+    Ok(res)
+}
+
+/// `{"ttl_seconds": n, "response": ResponseSpec}`, both optional.
+pub fn bin_options(
+    options: Option<&Value>,
+    default_ttl: Duration,
+) -> Result<(Duration, Option<ResponseSpec>), ApiError> {
+    let Some(options) = options else {
+        return Ok((default_ttl, None));
+    };
+    let Value::Object(map) = options else {
+        return Err(ApiError::unprocessable(
+            "invalid_bin",
+            "the body must be a JSON object",
+        ));
+    };
+    if let Some(key) = map
+        .keys()
+        .find(|k| !["ttl_seconds", "response"].contains(&k.as_str()))
+    {
+        return Err(ApiError::unprocessable(
+            "invalid_bin",
+            format!("{key}: unknown field (expected ttl_seconds, response)"),
+        ));
+    }
+    let ttl = match map.get("ttl_seconds") {
+        None | Some(Value::Null) => default_ttl,
+        Some(v) => match v.as_u64().filter(|s| (1..=MAX_TTL_SECONDS).contains(s)) {
+            Some(s) => Duration::from_secs(s),
+            None => {
+                return Err(ApiError::unprocessable(
+                    "invalid_ttl",
+                    format!("ttl_seconds: must be an integer from 1 to {MAX_TTL_SECONDS}"),
+                ));
+            }
+        },
+    };
+    let response = match map.get("response") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(
+            ResponseSpec::from_json(v, "response.")
+                .map_err(|e| ApiError::unprocessable("invalid_response", e.to_string()))?,
+        ),
+    };
+    Ok((ttl, response))
+}
+
+async fn get_bin(state: &AppState, req: &Request<Incoming>, id: &str) -> ApiResult {
+    let now = now_ms();
+    live_bin(state, id, now)?;
+    let bin = state
+        .store
+        .get_bin(id, now)
+        .await?
+        .ok_or_else(ApiError::bin_not_found)?;
+    Ok(body::json(
+        StatusCode::OK,
+        &views::bin(&bin, &public_base(&state.config, req.headers())),
+    ))
+}
+
+async fn delete_bin(state: &AppState, id: &str) -> ApiResult {
+    live_bin(state, id, now_ms())?;
+    if !state.store.delete_bin(id).await? {
+        return Err(ApiError::bin_not_found());
+    }
+    state.metrics.bins_deleted.fetch_add(1, Relaxed);
+    tracing::info!(bin_id = %id, "bin deleted");
+    Ok(body::no_content())
+}
+
+async fn put_response(state: &AppState, req: Request<Incoming>, id: &str) -> ApiResult {
+    let now = now_ms();
+    live_bin(state, id, now)?;
+    let base = public_base(&state.config, req.headers());
+    let value = read_json(state, req).await?.ok_or_else(|| {
+        ApiError::bad_request(
+            "invalid_json",
+            "expected a ResponseSpec JSON object, got an empty body",
+        )
+    })?;
+    let spec = ResponseSpec::from_json(&value, "")
+        .map_err(|e| ApiError::unprocessable("invalid_response", e.to_string()))?;
+    let bin = state
+        .store
+        .set_response(id, Some(Arc::new(spec)), now)
+        .await?
+        .ok_or_else(ApiError::bin_not_found)?;
+    Ok(body::json(StatusCode::OK, &views::bin(&bin, &base)))
+}
+
+async fn delete_response(state: &AppState, id: &str) -> ApiResult {
+    let now = now_ms();
+    live_bin(state, id, now)?;
+    state
+        .store
+        .set_response(id, None, now)
+        .await?
+        .ok_or_else(ApiError::bin_not_found)?;
+    Ok(body::no_content())
+}
+
+/// `limit` (1..=500, default 50) and `cursor` (as issued in `meta.next_cursor`).
+pub fn page_params(query: Option<&str>) -> Result<(usize, Option<i64>), ApiError> {
+    let mut limit = DEFAULT_PAGE;
+    let mut cursor = None;
+    for (key, value) in form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
+        match key.as_ref() {
+            "limit" => {
+                limit = value
+                    .parse()
+                    .ok()
+                    .filter(|n| (1..=MAX_PAGE).contains(n))
+                    .ok_or_else(|| {
+                        ApiError::bad_request(
+                            "invalid_limit",
+                            format!("limit must be an integer from 1 to {MAX_PAGE}"),
+                        )
+                    })?;
+            }
+            "cursor" if value.is_empty() => {}
+            "cursor" => {
+                cursor = Some(ids::decode_cursor(&value).ok_or_else(|| {
+                    ApiError::bad_request("invalid_cursor", "cursor was not issued by this server")
+                })?);
+            }
+            _ => {}
+        }
+    }
+    Ok((limit, cursor))
+}
+
+async fn list_requests(state: &AppState, req: &Request<Incoming>, bin: &str) -> ApiResult {
+    live_bin(state, bin, now_ms())?;
+    let (limit, cursor) = page_params(req.uri().query())?;
+    let mut rows = state.store.list_requests(bin, cursor, limit + 1).await?;
+    let next = if rows.len() > limit {
+        rows.truncate(limit);
+        rows.last()
+            .and_then(|r| r.id.parse().ok())
+            .map(ids::encode_cursor)
+    } else {
+        None
+    };
+    let data: Vec<Value> = rows.iter().map(views::summary).collect();
+    Ok(body::json(
+        StatusCode::OK,
+        &json!({"data": data, "meta": {"next_cursor": next}}),
+    ))
+}
+
+async fn clear_requests(state: &AppState, bin: &str) -> ApiResult {
+    live_bin(state, bin, now_ms())?;
+    state.store.clear_requests(bin).await?;
+    Ok(body::no_content())
+}
+
+/// The stored request, or 404 for an unknown bin or request id.
+pub async fn find_request(
+    state: &AppState,
+    bin: &str,
+    id: &str,
+) -> Result<crate::model::StoredRequest, ApiError> {
+    live_bin(state, bin, now_ms())?;
+    let id = request_id(id)?;
+    state
+        .store
+        .get_request(bin, id)
+        .await?
+        .ok_or_else(ApiError::request_not_found)
+}
+
+async fn get_request(state: &AppState, bin: &str, id: &str) -> ApiResult {
+    let request = find_request(state, bin, id).await?;
+    Ok(body::json(StatusCode::OK, &views::request(&request)))
+}
+
+async fn delete_request(state: &AppState, bin: &str, id: &str) -> ApiResult {
+    live_bin(state, bin, now_ms())?;
+    if !state.store.delete_request(bin, request_id(id)?).await? {
+        return Err(ApiError::request_not_found());
+    }
+    Ok(body::no_content())
+}
+
+/// The raw body as a download: never inline, never sniffed, so a captured HTML or SVG body can
+/// not run on our origin.
+async fn get_body(state: &AppState, bin: &str, id: &str) -> ApiResult {
+    let request = find_request(state, bin, id).await?;
+    let mut res = Response::new(body::full(request.body));
+    let h = res.headers_mut();
+    h.insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("application/octet-stream"),
+    );
+    h.insert(X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    if let Ok(v) = HeaderValue::from_str(&format!(
+        "attachment; filename=\"request-{}.bin\"",
+        request.id
+    )) {
+        h.insert(CONTENT_DISPOSITION, v);
+    }
+    h.insert(
+        "content-security-policy",
+        HeaderValue::from_static("sandbox; default-src 'none'"),
+    );
+    Ok(res)
+}

@@ -1,0 +1,70 @@
+//! Response bodies and small response builders.
+
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::{BodyExt, Empty, Full};
+use hyper::body::Frame;
+use hyper::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderValue};
+use hyper::{Response, StatusCode};
+use tokio::sync::mpsc;
+
+pub type Body = UnsyncBoxBody<Bytes, Infallible>;
+
+pub fn full(bytes: impl Into<Bytes>) -> Body {
+    Full::new(bytes.into()).boxed_unsync()
+}
+
+pub fn empty() -> Body {
+    Empty::new().boxed_unsync()
+}
+
+pub fn with_type(
+    status: StatusCode,
+    content_type: &'static str,
+    body: impl Into<Bytes>,
+) -> Response<Body> {
+    let mut res = Response::new(full(body));
+    *res.status_mut() = status;
+    res.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    res
+}
+
+pub fn json(status: StatusCode, value: &serde_json::Value) -> Response<Body> {
+    let mut res = with_type(status, "application/json", value.to_string());
+    res.headers_mut()
+        .insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    res
+}
+
+pub fn text(status: StatusCode, text: impl Into<Bytes>) -> Response<Body> {
+    with_type(status, "text/plain; charset=utf-8", text)
+}
+
+pub fn no_content() -> Response<Body> {
+    let mut res = Response::new(empty());
+    *res.status_mut() = StatusCode::NO_CONTENT;
+    res
+}
+
+/// A streamed body fed through a channel (server-sent events). Dropping the receiver side (the
+/// client went away) makes the sender's `send` fail, which ends the feeding task.
+pub struct ChannelBody(pub mpsc::Receiver<Bytes>);
+
+impl hyper::body::Body for ChannelBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        self.0
+            .poll_recv(cx)
+            .map(|chunk| chunk.map(|b| Ok(Frame::data(b))))
+    }
+}

@@ -1,0 +1,119 @@
+//! API errors: the one place that turns a failure into a status and the JSON error shape
+//! `{"error": {"code": "...", "message": "..."}}`.
+//!
+//! Client mistakes get a specific message and are not logged as errors. Internal failures get a
+//! generic message; the details go to the log only.
+
+use hyper::header::{ALLOW, HeaderValue, RETRY_AFTER};
+use hyper::{Response, StatusCode};
+use serde_json::json;
+
+use super::body::{self, Body};
+use crate::storage::StoreError;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub code: &'static str,
+    pub message: String,
+    pub retry_after: Option<u64>,
+    pub allow: Option<&'static str>,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            code,
+            message: message.into(),
+            retry_after: None,
+            allow: None,
+        }
+    }
+
+    pub fn bad_request(code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, code, message)
+    }
+
+    pub fn unprocessable(code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNPROCESSABLE_ENTITY, code, message)
+    }
+
+    pub fn bin_not_found() -> Self {
+        Self::new(
+            StatusCode::NOT_FOUND,
+            "bin_not_found",
+            "no such bin: it never existed, was deleted, or has expired",
+        )
+    }
+
+    pub fn request_not_found() -> Self {
+        Self::new(
+            StatusCode::NOT_FOUND,
+            "request_not_found",
+            "no such request in this bin",
+        )
+    }
+
+    pub fn route_not_found() -> Self {
+        Self::new(StatusCode::NOT_FOUND, "not_found", "no such endpoint")
+    }
+
+    pub fn method_not_allowed(allow: &'static str) -> Self {
+        Self {
+            allow: Some(allow),
+            ..Self::new(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method_not_allowed",
+                format!("this endpoint accepts {allow}"),
+            )
+        }
+    }
+
+    pub fn unavailable(code: &'static str, message: impl Into<String>, retry_after: u64) -> Self {
+        Self {
+            retry_after: Some(retry_after),
+            ..Self::new(StatusCode::SERVICE_UNAVAILABLE, code, message)
+        }
+    }
+
+    /// A failure that is ours, not the client's: logged, answered generically.
+    pub fn internal(context: &str, err: &dyn std::fmt::Display) -> Self {
+        tracing::error!(cause = %err, "{context}");
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal_error",
+            "the server failed to complete the request; see its log",
+        )
+    }
+
+    pub fn into_response(self) -> Response<Body> {
+        let value = json!({"error": {"code": self.code, "message": self.message}});
+        let mut res = body::json(self.status, &value);
+        if let Some(secs) = self.retry_after {
+            res.headers_mut()
+                .insert(RETRY_AFTER, HeaderValue::from(secs));
+        }
+        if let Some(allow) = self.allow {
+            res.headers_mut()
+                .insert(ALLOW, HeaderValue::from_static(allow));
+        }
+        res
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::QueueFull => ApiError::unavailable(
+                "write_queue_full",
+                "the server is saving other requests; retry shortly",
+                1,
+            ),
+            StoreError::Closed => {
+                ApiError::unavailable("shutting_down", "the server is shutting down", 5)
+            }
+            other => ApiError::internal("storage failure", &other),
+        }
+    }
+}

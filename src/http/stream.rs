@@ -1,0 +1,165 @@
+//! `GET /api/bins/{bin}/stream`: new captures as server-sent events.
+//!
+//! Each event is `id: {request id}`, `event: request`, `data: Summary`. A client that reconnects
+//! with `Last-Event-ID` (or `?last_event_id=`) first gets every request after that id from the
+//! database, then live ones, with no gap and no duplicate: the subscription starts before the
+//! replay query, and live events at or below the last id sent are skipped.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use hyper::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderValue};
+use hyper::{Request, Response, StatusCode};
+use tokio::sync::{broadcast, mpsc};
+
+use super::api::live_bin;
+use super::body::ChannelBody;
+use super::error::ApiError;
+use super::views;
+use crate::clock::now_ms;
+use crate::ids;
+use crate::model::RequestSummary;
+use crate::state::AppState;
+
+/// A comment line this often keeps proxies and browsers from closing an idle stream.
+const KEEPALIVE: Duration = Duration::from_secs(15);
+/// Rows fetched per replay query.
+const REPLAY_PAGE: usize = 500;
+
+pub async fn stream(
+    state: &Arc<AppState>,
+    req: &Request<Incoming>,
+    bin: &str,
+) -> Result<Response<super::body::Body>, ApiError> {
+    live_bin(state, bin, now_ms())?;
+    let last = last_event_id(req)?;
+    let events = state.events.subscribe(bin);
+    let (tx, rx) = mpsc::channel::<Bytes>(64);
+    tokio::spawn(feed(state.clone(), bin.to_owned(), last, events, tx));
+    let mut res = Response::new(ChannelBody(rx).boxed_unsync());
+    *res.status_mut() = StatusCode::OK;
+    let h = res.headers_mut();
+    h.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    h.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    // Tells nginx not to buffer this response, whatever its proxy_buffering says.
+    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    Ok(res)
+}
+
+fn last_event_id(req: &Request<Incoming>) -> Result<Option<i64>, ApiError> {
+    let from_query = req.uri().query().and_then(|q| {
+        form_urlencoded::parse(q.as_bytes())
+            .find(|(k, _)| k == "last_event_id")
+            .map(|(_, v)| v.into_owned())
+    });
+    let raw = match req.headers().get("last-event-id") {
+        Some(v) => Some(v.to_str().unwrap_or("").trim().to_owned()),
+        None => from_query,
+    };
+    match raw.as_deref() {
+        None | Some("") => Ok(None),
+        Some(s) => ids::parse_request_id(s).map(Some).ok_or_else(|| {
+            ApiError::bad_request(
+                "invalid_last_event_id",
+                "Last-Event-ID must be a request id",
+            )
+        }),
+    }
+}
+
+fn event(summary: &RequestSummary) -> Bytes {
+    let mut out = String::with_capacity(256);
+    let data = views::summary(summary);
+    let _ = write!(out, "id: {}\nevent: request\ndata: {data}\n\n", summary.id);
+    Bytes::from(out)
+}
+
+/// Sends events until the client goes, the bin goes, or the server shuts down.
+async fn feed(
+    state: Arc<AppState>,
+    bin: String,
+    last: Option<i64>,
+    mut events: broadcast::Receiver<crate::events::Event>,
+    tx: mpsc::Sender<Bytes>,
+) {
+    // Browsers reconnect after `retry` ms; the comment opens the stream at once through proxies.
+    if tx
+        .send(Bytes::from_static(b"retry: 2000\n: stream open\n\n"))
+        .await
+        .is_err()
+    {
+        return;
+    }
+    let mut last_sent = last.unwrap_or(0);
+    if last.is_some() && !replay(&state, &bin, &mut last_sent, &tx).await {
+        return;
+    }
+    let shutdown = state.shutdown.clone();
+    loop {
+        tokio::select! {
+            received = events.recv() => match received {
+                Ok(summary) => {
+                    let id: i64 = summary.id.parse().unwrap_or(0);
+                    if id > last_sent {
+                        if tx.send(event(&summary)).await.is_err() {
+                            return;
+                        }
+                        last_sent = id;
+                    }
+                }
+                Err(broadcast::error::RecvError::Lagged(_)) => {
+                    // Too slow to keep up live: catch up from the database instead.
+                    if !replay(&state, &bin, &mut last_sent, &tx).await {
+                        return;
+                    }
+                }
+                Err(broadcast::error::RecvError::Closed) => {
+                    let _ = tx.send(Bytes::from_static(b"event: bin_deleted\ndata: {}\n\n")).await;
+                    return;
+                }
+            },
+            _ = tokio::time::sleep(KEEPALIVE) => {
+                if tx.send(Bytes::from_static(b": keep-alive\n\n")).await.is_err() {
+                    return;
+                }
+            }
+            _ = tx.closed() => return,
+            _ = shutdown.triggered() => return,
+        }
+    }
+}
+
+/// Sends every stored request after `last_sent`; false when the client has gone.
+async fn replay(
+    state: &AppState,
+    bin: &str,
+    last_sent: &mut i64,
+    tx: &mpsc::Sender<Bytes>,
+) -> bool {
+    loop {
+        let rows = match state
+            .store
+            .requests_after(bin, *last_sent, REPLAY_PAGE)
+            .await
+        {
+            Ok(rows) => rows,
+            Err(e) => {
+                tracing::warn!(bin_id = %bin, cause = %e, "event stream replay failed");
+                return false;
+            }
+        };
+        for row in &rows {
+            if tx.send(event(row)).await.is_err() {
+                return false;
+            }
+            *last_sent = row.id.parse().unwrap_or(*last_sent);
+        }
+        if rows.len() < REPLAY_PAGE {
+            return true;
+        }
+    }
+}

@@ -1,0 +1,85 @@
+//! The `hookbin` binary: parse flags, set up logging, run. Exit status 2 for bad flags, 1 for
+//! failures at start (database, socket), 0 after a clean stop.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use clap::error::ErrorKind;
+use hookbin::cli::{Cli, Command, LogFormat};
+use hookbin::config::Config;
+use tracing_subscriber::EnvFilter;
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => {
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            // One line naming the flag; clap's own text spans several with usage hints.
+            let rendered = e.render().to_string();
+            let line = rendered
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("invalid arguments");
+            eprintln!("hookbin: {}", line.trim_start_matches("error: "));
+            return ExitCode::from(2);
+        }
+    };
+    match &cli.command {
+        None | Some(Command::Serve(_)) => {
+            let args = cli.serve_args().expect("serve arguments");
+            serve(args)
+        }
+    }
+}
+
+fn serve(args: &hookbin::cli::ServeArgs) -> ExitCode {
+    let config = match Config::try_from(args) {
+        Ok(config) => config,
+        Err(e) => {
+            eprintln!("hookbin: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    init_tracing(config.log_format);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("hookbin: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind(config.listen)
+            .await
+            .map_err(|e| format!("cannot listen on {}: {e}", config.listen))?;
+        hookbin::run(listener, config, hookbin::shutdown::os_signal())
+            .await
+            .map_err(|e| e.to_string())
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("{e}");
+            eprintln!("hookbin: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn init_tracing(format: LogFormat) {
+    let filter =
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("hookbin=info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}

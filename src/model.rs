@@ -1,0 +1,117 @@
+//! The domain types every layer shares: a bin, a captured request, a header pair.
+//!
+//! These are plain data. Storage fills them, the JSON API, the pages, the curl/HAR renderers and
+//! the signature verifier read them. Captured bytes stay bytes here (`Vec<u8>`): anything that needs
+//! text decides for itself how to show bytes that are not UTF-8.
+
+/// One header line exactly as received: name as the sender spelled it, value as raw bytes
+/// (HTTP allows obs-text, so a value need not be UTF-8).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeaderPair {
+    pub name: String,
+    pub value: Vec<u8>,
+}
+
+impl HeaderPair {
+    pub fn new(name: impl Into<String>, value: impl Into<Vec<u8>>) -> Self {
+        Self {
+            name: name.into(),
+            value: value.into(),
+        }
+    }
+
+    /// The value as text; bytes that are not UTF-8 become U+FFFD.
+    pub fn value_lossy(&self) -> std::borrow::Cow<'_, str> {
+        String::from_utf8_lossy(&self.value)
+    }
+}
+
+/// Finds the first header called `name` (ASCII case-insensitive, as HTTP requires).
+pub fn find_header<'a>(headers: &'a [HeaderPair], name: &str) -> Option<&'a HeaderPair> {
+    headers.iter().find(|h| h.name.eq_ignore_ascii_case(name))
+}
+
+/// A bin as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bin {
+    pub id: String,
+    /// Unix milliseconds.
+    pub created_at: i64,
+    /// Unix milliseconds; at or after this instant the bin is gone for every caller.
+    pub expires_at: i64,
+    /// The custom response as its canonical JSON text, or `None` for the default `200 ok`.
+    pub response: Option<String>,
+    pub request_count: u64,
+}
+
+/// A captured request, complete: what the writer stores and the API returns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredRequest {
+    /// Opaque request id (the decimal row id: unique, increasing with arrival).
+    pub id: String,
+    pub bin_id: String,
+    /// As received, including non-standard methods such as `PROPFIND`.
+    pub method: String,
+    /// The path as received (percent-encoding kept), without the query: `/r/{bin}/hooks/a%20b`.
+    pub path: String,
+    /// The part of `path` after `/r/{bin}`: `""` for the bare bin URL, else starting with `/`.
+    pub subpath: String,
+    /// The raw query string without `?`; `""` when there was none.
+    pub query: String,
+    /// Every header line in received order, duplicates kept, names spelled as sent.
+    pub headers: Vec<HeaderPair>,
+    /// The body bytes exactly as received (after de-chunking; never decoded or decompressed).
+    /// When `body_truncated`, only the first `--max-body-bytes` bytes.
+    pub body: Vec<u8>,
+    /// The full body size: `body.len()`, or for a truncated body the declared Content-Length
+    /// (or the bytes received) as API.md describes.
+    pub body_size: u64,
+    pub body_truncated: bool,
+    /// Client IP address, no port.
+    pub remote_addr: String,
+    /// `HTTP/1.0` or `HTTP/1.1`.
+    pub http_version: String,
+    /// Unix milliseconds.
+    pub received_at: i64,
+}
+
+impl StoredRequest {
+    /// The first `Content-Type` value as text, if any.
+    pub fn content_type(&self) -> Option<String> {
+        find_header(&self.headers, "content-type").map(|h| h.value_lossy().into_owned())
+    }
+}
+
+/// What the request list shows: a [`StoredRequest`] without headers and body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestSummary {
+    pub id: String,
+    pub bin_id: String,
+    pub method: String,
+    pub path: String,
+    pub subpath: String,
+    pub query: String,
+    pub content_type: Option<String>,
+    pub body_size: u64,
+    pub body_truncated: bool,
+    pub remote_addr: String,
+    pub received_at: i64,
+}
+
+impl From<&StoredRequest> for RequestSummary {
+    fn from(r: &StoredRequest) -> Self {
+        Self {
+            id: r.id.clone(),
+            bin_id: r.bin_id.clone(),
+            method: r.method.clone(),
+            path: r.path.clone(),
+            subpath: r.subpath.clone(),
+            query: r.query.clone(),
+            content_type: r.content_type(),
+            body_size: r.body_size,
+            body_truncated: r.body_truncated,
+            remote_addr: r.remote_addr.clone(),
+            received_at: r.received_at,
+        }
+    }
+}

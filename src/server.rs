@@ -1,0 +1,112 @@
+//! The accept loop: connection limit, per-connection HTTP/1.1 service, graceful stop.
+//!
+//! On shutdown: stop accepting, let every connection finish the request it is on (hyper's
+//! graceful shutdown), then return so the caller can drain the writer. Connections still busy
+//! after [`GRACE`] are dropped.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Duration;
+
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::net::TcpListener;
+use tokio::sync::{Semaphore, mpsc};
+
+use crate::http::{self, ConnInfo};
+use crate::rawhead::{HeadTap, TappedStream};
+use crate::state::AppState;
+
+/// How long a graceful stop waits for in-flight requests.
+pub const GRACE: Duration = Duration::from_secs(30);
+/// hyper's default would answer 431 beyond 100 header lines; some proxies and CDNs add many.
+const MAX_HEADER_LINES: usize = 256;
+
+pub fn http1_builder(state: &AppState) -> http1::Builder {
+    let config = &state.config;
+    let mut builder = http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(config.header_timeout)
+        .max_header_size(config.max_header_bytes)
+        .max_buf_size((config.max_header_bytes + 8192).max(16 * 1024))
+        .max_headers(MAX_HEADER_LINES)
+        .keep_alive(true);
+    builder
+}
+
+/// Serves until `state.shutdown` triggers, then waits for connections to finish.
+pub async fn serve(listener: TcpListener, state: Arc<AppState>) {
+    let permits = Arc::new(Semaphore::new(state.config.max_connections));
+    let builder = Arc::new(http1_builder(&state));
+    // Each connection task holds a clone; `recv` returns None once all are gone.
+    let (alive, mut all_done) = mpsc::channel::<()>(1);
+    let shutdown = state.shutdown.clone();
+    loop {
+        // Over the limit, further clients wait in the kernel's listen backlog.
+        let permit = tokio::select! {
+            p = permits.clone().acquire_owned() => p.expect("the semaphore is never closed"),
+            _ = shutdown.triggered() => break,
+        };
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(pair) => pair,
+                Err(e) => {
+                    // Usually EMFILE: back off instead of spinning.
+                    tracing::warn!(cause = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            _ = shutdown.triggered() => break,
+        };
+        let _ = stream.set_nodelay(true);
+        let state = state.clone();
+        let builder = builder.clone();
+        let alive = alive.clone();
+        tokio::spawn(async move {
+            state.open_connections.fetch_add(1, Relaxed);
+            serve_connection(&state, &builder, stream, peer).await;
+            state.open_connections.fetch_sub(1, Relaxed);
+            drop(permit);
+            drop(alive);
+        });
+    }
+    drop(listener);
+    drop(alive);
+    if tokio::time::timeout(GRACE, all_done.recv()).await.is_err() {
+        tracing::warn!("connections still open after {GRACE:?}; closing them");
+    }
+}
+
+async fn serve_connection(
+    state: &Arc<AppState>,
+    builder: &http1::Builder,
+    stream: tokio::net::TcpStream,
+    peer: std::net::SocketAddr,
+) {
+    let tap = HeadTap::new(state.config.max_header_bytes);
+    let io = TokioIo::new(TappedStream::new(stream, tap.clone()));
+    let info = Arc::new(ConnInfo { peer, tap });
+    let service_state = state.clone();
+    let service = service_fn(move |req| {
+        let state = service_state.clone();
+        let info = info.clone();
+        async move { Ok::<_, Infallible>(http::handle(state, req, info).await) }
+    });
+    let conn = builder.serve_connection(io, service);
+    tokio::pin!(conn);
+    let result = tokio::select! {
+        result = conn.as_mut() => result,
+        _ = state.shutdown.triggered() => {
+            conn.as_mut().graceful_shutdown();
+            conn.await
+        }
+    };
+    if let Err(e) = result {
+        // Timeouts, resets and malformed requests end here; they are the client's business.
+        tracing::debug!(%peer, cause = %e, "connection ended with an error");
+    }
+}

@@ -1,0 +1,330 @@
+//! Storage: bins and captured requests in SQLite.
+//!
+//! rusqlite is synchronous, so nothing here touches SQLite on the async worker threads:
+//! - writes go to one writer thread that owns the only write connection and commits queued
+//!   operations in batches (group commit), replying to each caller after its batch committed;
+//! - reads run on a small pool of read-only connections through `spawn_blocking`;
+//! - which bins exist (and their custom responses) is mirrored in memory, so a capture checks its
+//!   bin without a query. The writer's transaction checks again, so a bin deleted in between
+//!   still ends in a 404, never in a row without a bin.
+
+mod headers;
+mod read;
+mod schema;
+mod writer;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+
+use tokio::sync::{mpsc, oneshot};
+
+use crate::cli::Synchronous;
+use crate::events::EventHub;
+use crate::model::{Bin, RequestSummary, StoredRequest};
+use crate::response::ResponseSpec;
+
+pub use schema::{SCHEMA_SQL, SCHEMA_VERSION};
+pub use writer::{CaptureOutcome, ReapProgress};
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    #[error("cannot open database {path}: {reason}")]
+    Open { path: String, reason: String },
+    #[error("database schema: {0}")]
+    Schema(String),
+    #[error("database error: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    /// The batch this operation was in failed to commit; nothing of it was stored.
+    #[error("commit failed: {0}")]
+    Commit(String),
+    /// The write queue is full; the caller should answer 503 and ask to retry.
+    #[error("the write queue is full")]
+    QueueFull,
+    /// The writer has stopped (shutdown, or it died).
+    #[error("the database writer has stopped")]
+    Closed,
+    #[error("a stored row is damaged: {0}")]
+    Corrupt(String),
+}
+
+impl StoreError {
+    fn open(path: &Path, e: rusqlite::Error) -> Self {
+        StoreError::Open {
+            path: path.display().to_string(),
+            reason: e.to_string(),
+        }
+    }
+}
+
+/// Settings for [`Store::open`].
+#[derive(Debug, Clone)]
+pub struct StoreConfig {
+    pub path: PathBuf,
+    pub synchronous: Synchronous,
+    pub write_queue: usize,
+    pub read_connections: usize,
+}
+
+/// What a capture needs to know about a live bin, without a query.
+#[derive(Debug, Clone)]
+pub struct BinEntry {
+    pub expires_at: i64,
+    pub response: Option<Arc<ResponseSpec>>,
+}
+
+/// The handle every part of the server uses. Cheap to share behind an `Arc`.
+#[derive(Debug)]
+pub struct Store {
+    writes: mpsc::Sender<writer::Op>,
+    write_capacity: usize,
+    reads: read::ReadPool,
+    bins: RwLock<HashMap<String, BinEntry>>,
+    path: PathBuf,
+}
+
+/// Joins the writer thread when dropped after the last [`Store`] handle is gone.
+#[derive(Debug)]
+pub struct WriterThread(Option<std::thread::JoinHandle<()>>);
+
+impl WriterThread {
+    /// Waits until every queued write has been committed and the writer has exited.
+    /// Call after dropping every `Store` handle, or this waits forever.
+    pub fn join(mut self) {
+        if let Some(handle) = self.0.take() {
+            if handle.join().is_err() {
+                tracing::error!("the database writer thread panicked");
+            }
+        }
+    }
+}
+
+impl Store {
+    /// Opens the database (creating it from `schema.sql` if new), starts the writer thread and
+    /// loads the live bins. `now` is the current unix time in ms.
+    pub fn open(
+        config: &StoreConfig,
+        events: Arc<EventHub>,
+        now: i64,
+    ) -> Result<(Store, WriterThread), StoreError> {
+        let conn = schema::open_writer(&config.path, config.synchronous)?;
+        let bins = read::live_bins(&conn, now)?;
+        let reads = read::ReadPool::new(&config.path, config.read_connections)?;
+        let (tx, rx) = mpsc::channel(config.write_queue);
+        let thread = std::thread::Builder::new()
+            .name("hookbin-writer".into())
+            .spawn(move || writer::run(conn, rx, events))
+            .map_err(|e| StoreError::Open {
+                path: config.path.display().to_string(),
+                reason: format!("cannot start the writer thread: {e}"),
+            })?;
+        let store = Store {
+            writes: tx,
+            write_capacity: config.write_queue,
+            reads,
+            bins: RwLock::new(bins),
+            path: config.path.clone(),
+        };
+        Ok((store, WriterThread(Some(thread))))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Writes waiting for the writer thread right now.
+    pub fn queue_depth(&self) -> usize {
+        self.write_capacity - self.writes.capacity()
+    }
+
+    /// The live bin `id`, from memory. Expired bins count as absent.
+    pub fn bin_entry(&self, id: &str, now: i64) -> Option<BinEntry> {
+        let bins = self.bins.read().unwrap_or_else(|e| e.into_inner());
+        bins.get(id).filter(|b| b.expires_at > now).cloned()
+    }
+
+    /// Number of live bins known in memory (expired but not yet reaped ones included).
+    pub fn bin_count(&self) -> usize {
+        self.bins.read().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    fn remember_bin(&self, id: &str, entry: BinEntry) {
+        let mut bins = self.bins.write().unwrap_or_else(|e| e.into_inner());
+        bins.insert(id.to_owned(), entry);
+    }
+
+    fn forget_bins<'a>(&self, ids: impl IntoIterator<Item = &'a String>) {
+        let mut bins = self.bins.write().unwrap_or_else(|e| e.into_inner());
+        for id in ids {
+            bins.remove(id);
+        }
+    }
+
+    /// Queues `op` (waiting for room) and awaits the writer's reply.
+    async fn write<T>(
+        &self,
+        op: impl FnOnce(writer::Reply<T>) -> writer::Op,
+    ) -> Result<T, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        self.writes
+            .send(op(reply))
+            .await
+            .map_err(|_| StoreError::Closed)?;
+        answer.await.map_err(|_| StoreError::Closed)?
+    }
+
+    pub async fn create_bin(
+        &self,
+        bin: Bin,
+        response: Option<Arc<ResponseSpec>>,
+    ) -> Result<(), StoreError> {
+        let entry = BinEntry {
+            expires_at: bin.expires_at,
+            response,
+        };
+        let id = bin.id.clone();
+        self.write(|reply| writer::Op::CreateBin(bin, reply))
+            .await?;
+        self.remember_bin(&id, entry);
+        Ok(())
+    }
+
+    /// The bin with its current request count, or `None` if absent or expired.
+    pub async fn get_bin(&self, id: &str, now: i64) -> Result<Option<Bin>, StoreError> {
+        if self.bin_entry(id, now).is_none() {
+            return Ok(None);
+        }
+        let id = id.to_owned();
+        self.reads.run(move |c| read::bin(c, &id, now)).await
+    }
+
+    /// Deletes the bin and (cascade) its requests. `false` if there was no such bin.
+    pub async fn delete_bin(&self, id: &str) -> Result<bool, StoreError> {
+        // Forget first: from now on captures to this bin answer 404.
+        let id = id.to_owned();
+        self.forget_bins([&id]);
+        self.write(|reply| writer::Op::DeleteBin(id, reply)).await
+    }
+
+    /// Sets (or with `None` clears) the bin's custom response; the updated bin, or `None`.
+    pub async fn set_response(
+        &self,
+        id: &str,
+        response: Option<Arc<ResponseSpec>>,
+        now: i64,
+    ) -> Result<Option<Bin>, StoreError> {
+        let json = response.as_deref().map(ResponseSpec::to_json);
+        let owned = id.to_owned();
+        let bin = self
+            .write(|reply| writer::Op::SetResponse {
+                id: owned,
+                response: json,
+                now,
+                reply,
+            })
+            .await?;
+        if let Some(bin) = &bin {
+            self.remember_bin(
+                id,
+                BinEntry {
+                    expires_at: bin.expires_at,
+                    response,
+                },
+            );
+        }
+        Ok(bin)
+    }
+
+    /// Queues a capture without waiting for room: a full queue is [`StoreError::QueueFull`] at
+    /// once, so a flood gets 503s instead of growing memory. Await the receiver for the outcome,
+    /// which arrives after the row is committed.
+    pub fn try_capture(
+        &self,
+        request: StoredRequest,
+        max_per_bin: u64,
+    ) -> Result<oneshot::Receiver<Result<CaptureOutcome, StoreError>>, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        let op = writer::Op::Capture {
+            request: Box::new(request),
+            max_per_bin,
+            reply,
+        };
+        self.writes.try_send(op).map_err(|e| match e {
+            mpsc::error::TrySendError::Full(_) => StoreError::QueueFull,
+            mpsc::error::TrySendError::Closed(_) => StoreError::Closed,
+        })?;
+        Ok(answer)
+    }
+
+    /// Summaries newest first, older than `before` when given; `limit + 1` are fetched so the
+    /// caller knows whether there is a next page.
+    pub async fn list_requests(
+        &self,
+        bin: &str,
+        before: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<RequestSummary>, StoreError> {
+        let bin = bin.to_owned();
+        self.reads
+            .run(move |c| read::summaries_before(c, &bin, before.unwrap_or(i64::MAX), limit))
+            .await
+    }
+
+    /// Summaries with an id above `after`, oldest first (event-stream replay).
+    pub async fn requests_after(
+        &self,
+        bin: &str,
+        after: i64,
+        limit: usize,
+    ) -> Result<Vec<RequestSummary>, StoreError> {
+        let bin = bin.to_owned();
+        self.reads
+            .run(move |c| read::summaries_after(c, &bin, after, limit))
+            .await
+    }
+
+    pub async fn get_request(
+        &self,
+        bin: &str,
+        id: i64,
+    ) -> Result<Option<StoredRequest>, StoreError> {
+        let bin = bin.to_owned();
+        self.reads.run(move |c| read::request(c, &bin, id)).await
+    }
+
+    /// Every request of the bin, oldest first (export).
+    pub async fn all_requests(&self, bin: &str) -> Result<Vec<StoredRequest>, StoreError> {
+        let bin = bin.to_owned();
+        self.reads.run(move |c| read::all_requests(c, &bin)).await
+    }
+
+    /// `false` if the bin had no such request.
+    pub async fn delete_request(&self, bin: &str, id: i64) -> Result<bool, StoreError> {
+        let bin = bin.to_owned();
+        self.write(|reply| writer::Op::DeleteRequest { bin, id, reply })
+            .await
+    }
+
+    pub async fn clear_requests(&self, bin: &str) -> Result<(), StoreError> {
+        let bin = bin.to_owned();
+        self.write(|reply| writer::Op::ClearRequests { bin, reply })
+            .await
+    }
+
+    /// Deletes up to `budget` requests of bins expired at `now`, and the bins emptied that way.
+    pub async fn reap_step(&self, now: i64, budget: usize) -> Result<ReapProgress, StoreError> {
+        let progress = self
+            .write(|reply| writer::Op::Reap { now, budget, reply })
+            .await?;
+        self.forget_bins(&progress.bins_deleted);
+        Ok(progress)
+    }
+
+    /// Whether the database answers a query (health check).
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        self.reads
+            .run(|c| c.query_row("SELECT 1", [], |_| Ok(())))
+            .await
+    }
+}
