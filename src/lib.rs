@@ -4,6 +4,7 @@
 //! - [`cli`], [`config`]: flags, then validated settings.
 //! - [`server`]: accept loop and connection handling; [`shutdown`]: the stop signal.
 //! - [`http`]: routing, the JSON API, the event stream; [`capture`]: recording `/r/{bin}`.
+//! - [`pages`]: the server-rendered inspector pages and static assets.
 //! - [`rawhead`]: keeps header order and case, which hyper's `HeaderMap` loses.
 //! - [`storage`]: SQLite (one writer thread with group commit, a read-only pool).
 //! - [`reaper`]: deletes expired bins; [`events`]: live notifications; [`metrics`].
@@ -18,6 +19,7 @@ pub mod http;
 pub mod ids;
 pub mod metrics;
 pub mod model;
+pub mod pages;
 pub mod ratelimit;
 pub mod rawhead;
 pub mod reaper;

@@ -51,7 +51,7 @@ pub async fn handle(
     match (req.method(), path) {
         (&Method::GET | &Method::HEAD, "/healthz") => healthz(&state).await,
         (&Method::GET | &Method::HEAD, "/metrics") => metrics(&state),
-        _ => ApiError::route_not_found().into_response(),
+        _ => crate::pages::route(&state, req, &conn).await,
     }
 }
 

@@ -1,0 +1,359 @@
+//! Test harness: starts the real `hookbin` binary on 127.0.0.1:0 with a database in a temporary
+//! directory, and speaks HTTP/1.1 to it over plain sockets, so tests control every byte sent.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// How long any wait in a test may take before it fails (generous for slow CI machines).
+pub const PATIENCE: Duration = Duration::from_secs(20);
+
+/// A running hookbin process. Killed on drop; its log is printed if the test panicked.
+pub struct Server {
+    pub addr: SocketAddr,
+    pub db: PathBuf,
+    child: Option<Child>,
+    log: Arc<Mutex<String>>,
+    _dir: Option<tempfile::TempDir>,
+}
+
+impl Server {
+    /// A server with a fresh temporary database and the given extra flags.
+    pub fn start(args: &[&str]) -> Server {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let db = dir.path().join("hookbin.db");
+        let mut server = Server::start_on(&db, args);
+        server._dir = Some(dir);
+        server
+    }
+
+    /// A server on an existing database path (for restart tests). The caller owns the directory.
+    pub fn start_on(db: &Path, args: &[&str]) -> Server {
+        Server::try_start(db, args, &[])
+            .unwrap_or_else(|log| panic!("hookbin did not start:\n{log}"))
+    }
+
+    /// Starts with extra environment variables; `Err(log)` if it exits or never listens.
+    pub fn try_start(db: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<Server, String> {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_hookbin"));
+        cmd.arg("--listen")
+            .arg("127.0.0.1:0")
+            .arg("--db")
+            .arg(db)
+            .args(args)
+            .env("RUST_LOG", "hookbin=debug")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().expect("spawn hookbin");
+        let log = Arc::new(Mutex::new(String::new()));
+        for pipe in [
+            Box::new(child.stderr.take().unwrap()) as Box<dyn Read + Send>,
+            Box::new(child.stdout.take().unwrap()),
+        ] {
+            let log = log.clone();
+            std::thread::spawn(move || {
+                for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+                    let mut log = log.lock().unwrap();
+                    log.push_str(&line);
+                    log.push('\n');
+                }
+            });
+        }
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            if let Some(addr) = listening_addr(&log.lock().unwrap()) {
+                return Ok(Server {
+                    addr,
+                    db: db.to_owned(),
+                    child: Some(child),
+                    log,
+                    _dir: None,
+                });
+            }
+            if let Ok(Some(status)) = child.try_wait() {
+                std::thread::sleep(Duration::from_millis(100));
+                return Err(format!("exited with {status}\n{}", log.lock().unwrap()));
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                return Err(format!("no 'listening on' line\n{}", log.lock().unwrap()));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().unwrap().id()
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    /// Sends a signal by name (TERM, KILL) and waits for the process to exit; its exit status.
+    pub fn signal(&mut self, sig: &str) -> std::process::ExitStatus {
+        let mut child = self.child.take().expect("running");
+        let ok = Command::new("kill")
+            .arg(format!("-{sig}"))
+            .arg(child.id().to_string())
+            .status()
+            .expect("run kill")
+            .success();
+        assert!(ok, "kill -{sig} failed");
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "hookbin did not exit after SIG{sig}"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    pub fn request(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> Response {
+        let mut head = format!(
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n",
+            self.addr
+        );
+        for (k, v) in headers {
+            head.push_str(&format!("{k}: {v}\r\n"));
+        }
+        if !body.is_empty() || matches!(method, "POST" | "PUT" | "PATCH") {
+            head.push_str(&format!("Content-Length: {}\r\n", body.len()));
+        }
+        head.push_str("\r\n");
+        let mut raw = head.into_bytes();
+        raw.extend_from_slice(body);
+        self.raw(&raw)
+    }
+
+    /// Sends exact bytes on a new connection and reads one response.
+    pub fn raw(&self, bytes: &[u8]) -> Response {
+        let mut conn = self.connect();
+        conn.write_all(bytes).expect("send request");
+        read_response(&mut BufReader::new(conn)).expect("read response")
+    }
+
+    pub fn connect(&self) -> TcpStream {
+        let conn = TcpStream::connect(self.addr).expect("connect");
+        conn.set_read_timeout(Some(PATIENCE)).unwrap();
+        conn
+    }
+
+    pub fn get(&self, path: &str) -> Response {
+        self.request("GET", path, &[], b"")
+    }
+
+    pub fn delete(&self, path: &str) -> Response {
+        self.request("DELETE", path, &[], b"")
+    }
+
+    pub fn post_json(&self, path: &str, body: &str) -> Response {
+        self.request(
+            "POST",
+            path,
+            &[("Content-Type", "application/json")],
+            body.as_bytes(),
+        )
+    }
+
+    /// Creates a bin; its JSON.
+    pub fn create_bin_with(&self, body: &str) -> Value {
+        let res = self.post_json("/api/bins", body);
+        assert_eq!(res.status, 201, "create bin: {}", res.text());
+        res.json()
+    }
+
+    /// Creates a bin; its id.
+    pub fn create_bin(&self) -> String {
+        self.create_bin_with("")["id"].as_str().unwrap().to_owned()
+    }
+
+    /// POSTs `body` to the bin; asserts 200 and returns the request id.
+    pub fn capture(&self, bin: &str, body: &[u8]) -> String {
+        let res = self.request("POST", &format!("/r/{bin}"), &[], body);
+        assert_eq!(res.status, 200, "capture: {}", res.text());
+        res.header("x-request-id").expect("x-request-id").to_owned()
+    }
+
+    /// The stored request as JSON.
+    pub fn stored(&self, bin: &str, id: &str) -> Value {
+        let res = self.get(&format!("/api/bins/{bin}/requests/{id}"));
+        assert_eq!(res.status, 200, "{}", res.text());
+        res.json()
+    }
+
+    /// Every summary of the bin, newest first, following cursors.
+    pub fn list_all(&self, bin: &str, limit: usize) -> Vec<Value> {
+        let mut all = Vec::new();
+        let mut cursor = String::new();
+        loop {
+            let res = self.get(&format!(
+                "/api/bins/{bin}/requests?limit={limit}&cursor={cursor}"
+            ));
+            assert_eq!(res.status, 200, "{}", res.text());
+            let page = res.json();
+            all.extend(page["data"].as_array().unwrap().iter().cloned());
+            match page["meta"]["next_cursor"].as_str() {
+                Some(c) => cursor = c.to_owned(),
+                None => return all,
+            }
+        }
+    }
+
+    /// Waits until `check` holds, failing the test after [`PATIENCE`].
+    pub fn eventually(&self, what: &str, mut check: impl FnMut() -> bool) {
+        let deadline = Instant::now() + PATIENCE;
+        while !check() {
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for: {what}\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        if std::thread::panicking() {
+            eprintln!("--- hookbin log ---\n{}", self.log());
+        }
+    }
+}
+
+fn listening_addr(log: &str) -> Option<SocketAddr> {
+    let rest = &log[log.find("listening on http://")? + "listening on http://".len()..];
+    let end = rest.find(|c: char| c.is_whitespace()).unwrap_or(rest.len());
+    rest[..end].parse().ok()
+}
+
+/// One parsed HTTP response.
+#[derive(Debug, Clone)]
+pub struct Response {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Response {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.text()))
+    }
+
+    /// Asserts the API error shape and code.
+    pub fn assert_error(&self, status: u16, code: &str) {
+        assert_eq!(self.status, status, "{}", self.text());
+        let v = self.json();
+        assert_eq!(v["error"]["code"], code, "{v}");
+        assert!(
+            v["error"]["message"]
+                .as_str()
+                .is_some_and(|m| !m.is_empty()),
+            "{v}"
+        );
+    }
+}
+
+/// Reads one response (Content-Length, chunked, or until close).
+pub fn read_response(r: &mut impl BufRead) -> std::io::Result<Response> {
+    let mut status_line = String::new();
+    r.read_line(&mut status_line)?;
+    let status = status_line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| std::io::Error::other(format!("bad status line {status_line:?}")))?;
+    let mut headers = Vec::new();
+    loop {
+        let mut line = String::new();
+        r.read_line(&mut line)?;
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        let (k, v) = line.split_once(':').unwrap_or((line, ""));
+        headers.push((k.trim().to_owned(), v.trim().to_owned()));
+    }
+    let res = Response {
+        status,
+        headers,
+        body: Vec::new(),
+    };
+    let mut body = Vec::new();
+    if let Some(len) = res.header("content-length") {
+        body.resize(len.parse().unwrap(), 0);
+        r.read_exact(&mut body)?;
+    } else if res
+        .header("transfer-encoding")
+        .is_some_and(|te| te.contains("chunked"))
+    {
+        loop {
+            let mut size = String::new();
+            r.read_line(&mut size)?;
+            let size = usize::from_str_radix(size.trim().split(';').next().unwrap(), 16).unwrap();
+            if size == 0 {
+                let mut end = String::new();
+                r.read_line(&mut end)?;
+                break;
+            }
+            let start = body.len();
+            body.resize(start + size, 0);
+            r.read_exact(&mut body[start..])?;
+            let mut crlf = [0; 2];
+            r.read_exact(&mut crlf)?;
+        }
+    } else if status != 204 && status != 304 {
+        r.read_to_end(&mut body)?;
+    }
+    Ok(Response { body, ..res })
+}
+
+/// Decodes a standard base64 string (test-side, independent of the server's encoder).
+pub fn b64(s: &str) -> Vec<u8> {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD
+        .decode(s)
+        .expect("base64")
+}
