@@ -72,7 +72,8 @@ impl Server {
         }
         let deadline = Instant::now() + PATIENCE;
         loop {
-            if let Some(addr) = listening_addr(&log.lock().unwrap()) {
+            let addr = listening_addr(&log.lock().unwrap());
+            if let Some(addr) = addr {
                 return Ok(Server {
                     addr,
                     db: db.to_owned(),
@@ -107,23 +108,31 @@ impl Server {
 
     /// Sends a signal by name (TERM, KILL) and waits for the process to exit; its exit status.
     pub fn signal(&mut self, sig: &str) -> std::process::ExitStatus {
-        let mut child = self.child.take().expect("running");
+        self.send_signal(sig);
+        self.wait_exit()
+    }
+
+    /// Sends a signal by name without waiting.
+    pub fn send_signal(&self, sig: &str) {
+        let pid = self.child.as_ref().expect("running").id();
         let ok = Command::new("kill")
             .arg(format!("-{sig}"))
-            .arg(child.id().to_string())
+            .arg(pid.to_string())
             .status()
             .expect("run kill")
             .success();
         assert!(ok, "kill -{sig} failed");
+    }
+
+    /// Waits for the process to exit on its own; its exit status.
+    pub fn wait_exit(&mut self) -> std::process::ExitStatus {
+        let mut child = self.child.take().expect("running");
         let deadline = Instant::now() + PATIENCE;
         loop {
             if let Some(status) = child.try_wait().unwrap() {
                 return status;
             }
-            assert!(
-                Instant::now() < deadline,
-                "hookbin did not exit after SIG{sig}"
-            );
+            assert!(Instant::now() < deadline, "hookbin did not exit");
             std::thread::sleep(Duration::from_millis(10));
         }
     }
@@ -148,6 +157,11 @@ impl Server {
         head.push_str("\r\n");
         let mut raw = head.into_bytes();
         raw.extend_from_slice(body);
+        if method == "HEAD" {
+            let mut conn = self.connect();
+            conn.write_all(&raw).expect("send request");
+            return read_head(&mut BufReader::new(conn)).expect("read response head");
+        }
         self.raw(&raw)
     }
 
@@ -298,29 +312,7 @@ impl Response {
 
 /// Reads one response (Content-Length, chunked, or until close).
 pub fn read_response(r: &mut impl BufRead) -> std::io::Result<Response> {
-    let mut status_line = String::new();
-    r.read_line(&mut status_line)?;
-    let status = status_line
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| std::io::Error::other(format!("bad status line {status_line:?}")))?;
-    let mut headers = Vec::new();
-    loop {
-        let mut line = String::new();
-        r.read_line(&mut line)?;
-        let line = line.trim_end();
-        if line.is_empty() {
-            break;
-        }
-        let (k, v) = line.split_once(':').unwrap_or((line, ""));
-        headers.push((k.trim().to_owned(), v.trim().to_owned()));
-    }
-    let res = Response {
-        status,
-        headers,
-        body: Vec::new(),
-    };
+    let mut res = read_head(r)?;
     let mut body = Vec::new();
     if let Some(len) = res.header("content-length") {
         body.resize(len.parse().unwrap(), 0);
@@ -344,10 +336,38 @@ pub fn read_response(r: &mut impl BufRead) -> std::io::Result<Response> {
             let mut crlf = [0; 2];
             r.read_exact(&mut crlf)?;
         }
-    } else if status != 204 && status != 304 {
+    } else if res.status != 204 && res.status != 304 {
         r.read_to_end(&mut body)?;
     }
-    Ok(Response { body, ..res })
+    res.body = body;
+    Ok(res)
+}
+
+/// Reads a status line and headers only (for HEAD requests and streams).
+pub fn read_head(r: &mut impl BufRead) -> std::io::Result<Response> {
+    let mut status_line = String::new();
+    r.read_line(&mut status_line)?;
+    let status = status_line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| std::io::Error::other(format!("bad status line {status_line:?}")))?;
+    let mut headers = Vec::new();
+    loop {
+        let mut line = String::new();
+        r.read_line(&mut line)?;
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        let (k, v) = line.split_once(':').unwrap_or((line, ""));
+        headers.push((k.trim().to_owned(), v.trim().to_owned()));
+    }
+    Ok(Response {
+        status,
+        headers,
+        body: Vec::new(),
+    })
 }
 
 /// Decodes a standard base64 string (test-side, independent of the server's encoder).

@@ -1,0 +1,323 @@
+//! The server as a process: flags, start-up failures, the reaper, restarts, concurrency, slow
+//! clients.
+
+use std::io::{Read, Write};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::util::{PATIENCE, Server, b64};
+
+fn hookbin(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_hookbin"))
+        .args(args)
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("run hookbin")
+}
+
+#[test]
+fn bad_flag_values_exit_2_with_one_line_naming_the_flag() {
+    for (args, flag) in [
+        (&["--bin-ttl", "soon"][..], "--bin-ttl"),
+        (&["--reap-interval", "0s"], "--reap-interval"),
+        (&["--max-body-bytes", "lots"], "--max-body-bytes"),
+        (&["--listen", "nowhere"], "--listen"),
+        (&["--public-url", "ftp://x"], "--public-url"),
+        (
+            &["serve", "--max-requests-per-bin", "0"],
+            "--max-requests-per-bin",
+        ),
+    ] {
+        let out = hookbin(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(flag), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn help_describes_every_flag() {
+    for args in [&["--help"][..], &["serve", "--help"]] {
+        let out = hookbin(args);
+        assert!(out.status.success());
+        let help = String::from_utf8_lossy(&out.stdout);
+        for flag in [
+            "--listen",
+            "--db",
+            "--public-url",
+            "--bin-ttl",
+            "--reap-interval",
+            "--max-body-bytes",
+            "--max-requests-per-bin",
+            "--max-header-bytes",
+            "--trust-proxy",
+            "HOOKBIN_LISTEN",
+        ] {
+            assert!(help.contains(flag), "{args:?} help lacks {flag}");
+        }
+    }
+}
+
+#[test]
+fn unopenable_database_exits_1_with_path_and_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing_dir = dir.path().join("no/such/dir/hookbin.db");
+    let not_a_db = dir.path().join("junk.db");
+    std::fs::write(
+        &not_a_db,
+        b"this is not a sqlite database, just some text padding it out...",
+    )
+    .unwrap();
+    for db in [&missing_dir, &not_a_db] {
+        let out = hookbin(&["--listen", "127.0.0.1:0", "--db", db.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(1), "{}", db.display());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(db.to_str().unwrap()), "no path in: {err}");
+        assert!(err.contains("cannot open database"), "{err}");
+    }
+}
+
+#[test]
+fn environment_variables_configure_and_flags_win() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("env.db");
+    let s = Server::try_start(
+        &db,
+        &["--max-requests-per-bin", "2"],
+        &[
+            ("HOOKBIN_MAX_REQUESTS_PER_BIN", "50"),
+            ("HOOKBIN_PUBLIC_URL", "https://env.example"),
+        ],
+    )
+    .unwrap();
+    let bin = s.create_bin_with("");
+    assert!(
+        bin["url"]
+            .as_str()
+            .unwrap()
+            .starts_with("https://env.example/r/")
+    );
+    let id = bin["id"].as_str().unwrap();
+    for _ in 0..4 {
+        s.capture(id, b"x");
+    }
+    assert_eq!(
+        s.get(&format!("/api/bins/{id}")).json()["request_count"],
+        2,
+        "the flag wins"
+    );
+}
+
+#[test]
+fn reaper_deletes_expired_bins_and_they_404_before_that() {
+    // A long reap interval first: expiry alone must already make the bin answer 404.
+    let s = Server::start(&["--reap-interval", "1h"]);
+    let bin = s.create_bin_with(r#"{"ttl_seconds": 1}"#)["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let keep = s.create_bin();
+    s.capture(&bin, b"x");
+    s.eventually("the bin expires", || {
+        s.get(&format!("/api/bins/{bin}")).status == 404
+    });
+    s.request("POST", &format!("/r/{bin}"), &[], b"x")
+        .assert_error(404, "bin_not_found");
+    s.get(&format!("/api/bins/{bin}/requests"))
+        .assert_error(404, "bin_not_found");
+    assert_eq!(s.get(&format!("/api/bins/{keep}")).status, 200);
+    drop(s);
+
+    let s = Server::start(&["--reap-interval", "100ms"]);
+    let bin = s.create_bin_with(r#"{"ttl_seconds": 1}"#)["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let keep = s.create_bin();
+    for _ in 0..50 {
+        s.capture(&bin, b"doomed");
+    }
+    s.capture(&keep, b"kept");
+    let db = rusqlite::Connection::open(&s.db).unwrap();
+    s.eventually("the reaper removes the bin and its rows", || {
+        let bins: i64 = db
+            .query_row("SELECT count(*) FROM bins WHERE id = ?1", [&bin], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        let rows: i64 = db
+            .query_row(
+                "SELECT count(*) FROM bin_requests WHERE bin_id = ?1",
+                [&bin],
+                |r| r.get(0),
+            )
+            .unwrap();
+        bins == 0 && rows == 0
+    });
+    let kept: i64 = db
+        .query_row(
+            "SELECT count(*) FROM bin_requests WHERE bin_id = ?1",
+            [&keep],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(kept, 1);
+    let metrics = s.get("/metrics").text();
+    assert!(metrics.contains("hookbin_bins_reaped_total 1"), "{metrics}");
+    assert!(
+        metrics.contains("hookbin_requests_reaped_total 50"),
+        "{metrics}"
+    );
+}
+
+#[test]
+fn parallel_captures_are_all_stored_and_counted() {
+    let s = Server::start(&["--max-requests-per-bin", "100000"]);
+    let bin = s.create_bin();
+    let threads = 16;
+    let per_thread = 40;
+    let acknowledged: Vec<Vec<(String, Vec<u8>)>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let (s, bin) = (&s, &bin);
+                scope.spawn(move || {
+                    (0..per_thread)
+                        .filter_map(|i| {
+                            let body = format!("thread {t} request {i}").into_bytes();
+                            let res = s.request("POST", &format!("/r/{bin}"), &[], &body);
+                            (res.status == 200)
+                                .then(|| (res.header("x-request-id").unwrap().to_owned(), body))
+                        })
+                        .collect()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let acknowledged: Vec<(String, Vec<u8>)> = acknowledged.into_iter().flatten().collect();
+    assert_eq!(
+        acknowledged.len(),
+        threads * per_thread,
+        "every capture answered 200"
+    );
+    let stored = s.list_all(&bin, 500);
+    assert_eq!(stored.len(), acknowledged.len());
+    assert_eq!(
+        s.get(&format!("/api/bins/{bin}")).json()["request_count"],
+        acknowledged.len()
+    );
+    let mut ids: Vec<&str> = stored.iter().map(|r| r["id"].as_str().unwrap()).collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), acknowledged.len(), "ids are unique");
+    for (id, body) in acknowledged.iter().step_by(37) {
+        assert_eq!(
+            b64(s.stored(&bin, id)["body_base64"].as_str().unwrap()),
+            *body
+        );
+    }
+}
+
+#[test]
+fn restart_on_the_same_database_keeps_everything() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("keep.db");
+    let mut s = Server::start_on(&db, &[]);
+    let bin = s.create_bin_with(r#"{"response": {"status": 204}}"#)["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let body = b"\x00binary\xffbody\r\n";
+    let res = s.request(
+        "POST",
+        &format!("/r/{bin}/p?q=1"),
+        &[("X-Keep", "yes")],
+        body,
+    );
+    assert_eq!(res.status, 204);
+    let id = res.header("x-request-id").unwrap().to_owned();
+    let before = s.stored(&bin, &id);
+    let status = s.signal("TERM");
+    assert!(status.success(), "clean stop exits 0: {status}");
+
+    let s = Server::start_on(&db, &[]);
+    assert_eq!(s.stored(&bin, &id), before);
+    assert_eq!(
+        s.get(&format!("/api/bins/{bin}")).json()["response"]["status"],
+        204
+    );
+    // The bin still answers with its custom response after the restart.
+    assert_eq!(
+        s.request("POST", &format!("/r/{bin}"), &[], b"").status,
+        204
+    );
+    assert_eq!(
+        s.get(&format!("/api/bins/{bin}")).json()["request_count"],
+        2
+    );
+}
+
+#[test]
+fn stalled_headers_time_out_and_others_are_still_served() {
+    let s = Server::start(&["--header-timeout", "500ms"]);
+    let bin = s.create_bin();
+    let mut slow = s.connect();
+    slow.write_all(format!("POST /r/{bin} HTTP/1.1\r\nHost: h\r\nX-Slow: ").as_bytes())
+        .unwrap();
+    // Meanwhile, others get through.
+    s.capture(&bin, b"other");
+    // The stalled connection is closed by the server within a bounded time.
+    let started = Instant::now();
+    let mut buf = Vec::new();
+    let _ = slow.read_to_end(&mut buf);
+    assert!(started.elapsed() < PATIENCE, "connection was not closed");
+    assert_eq!(
+        s.get(&format!("/api/bins/{bin}")).json()["request_count"],
+        1
+    );
+}
+
+#[test]
+fn stalled_body_is_answered_408_and_not_recorded() {
+    let s = Server::start(&["--body-timeout", "300ms"]);
+    let bin = s.create_bin();
+    let mut slow = s.connect();
+    slow.write_all(
+        format!("POST /r/{bin} HTTP/1.1\r\nHost: h\r\nContent-Length: 100\r\n\r\nonly part")
+            .as_bytes(),
+    )
+    .unwrap();
+    let res = crate::util::read_response(&mut std::io::BufReader::new(slow)).unwrap();
+    res.assert_error(408, "body_timeout");
+    assert_eq!(res.header("connection"), Some("close"));
+    s.capture(&bin, b"fine");
+    assert_eq!(
+        s.get(&format!("/api/bins/{bin}")).json()["request_count"],
+        1
+    );
+}
+
+#[test]
+fn sigterm_finishes_in_flight_captures() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("term.db");
+    let mut s = Server::start_on(&db, &[]);
+    let bin = s.create_bin();
+    // A capture whose body is still arriving when SIGTERM comes.
+    let mut conn = s.connect();
+    conn.write_all(
+        format!("POST /r/{bin} HTTP/1.1\r\nHost: h\r\nContent-Length: 10\r\n\r\nhello").as_bytes(),
+    )
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    s.send_signal("TERM");
+    std::thread::sleep(Duration::from_millis(200));
+    conn.write_all(b"world").unwrap();
+    let res = crate::util::read_response(&mut std::io::BufReader::new(conn)).unwrap();
+    assert_eq!(res.status, 200, "{}", res.text());
+    let id = res.header("x-request-id").unwrap().to_owned();
+    assert!(s.wait_exit().success());
+    let s = Server::start_on(&db, &[]);
+    assert_eq!(s.stored(&bin, &id)["body_text"], "helloworld");
+}
