@@ -486,9 +486,11 @@ impl EventReader {
                 event = Some(v.to_owned());
             } else if let Some(v) = line.strip_prefix("data: ") {
                 data = Some(serde_json::from_str(v).unwrap());
-            } else if line.is_empty() && data.is_some() {
+            } else if line.is_empty()
+                && let Some(data) = data.take()
+            {
                 assert_eq!(event.as_deref(), Some("request"));
-                return (id.unwrap(), data.unwrap());
+                return (id.unwrap(), data);
             }
         }
     }
