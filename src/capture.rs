@@ -60,18 +60,18 @@ pub async fn capture(
         return res;
     }
 
-    if let Some(head) = &raw {
-        if head.len > state.config.max_header_bytes {
-            return ApiError::new(
-                StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
-                "headers_too_large",
-                format!(
-                    "the request head is {} bytes; at most {} are accepted",
-                    head.len, state.config.max_header_bytes
-                ),
-            )
-            .into_response();
-        }
+    if let Some(head) = &raw
+        && head.len > state.config.max_header_bytes
+    {
+        return ApiError::new(
+            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            "headers_too_large",
+            format!(
+                "the request head is {} bytes; at most {} are accepted",
+                head.len, state.config.max_header_bytes
+            ),
+        )
+        .into_response();
     }
     let headers = match raw {
         Some(head) => head.headers,

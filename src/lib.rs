@@ -7,6 +7,7 @@
 //! - [`pages`]: the server-rendered inspector pages and static assets.
 //! - [`rawhead`]: keeps header order and case, which hyper's `HeaderMap` loses.
 //! - [`storage`]: SQLite (one writer thread with group commit, a read-only pool).
+//! - [`verify`]: webhook signature schemes, checked against captured bytes.
 //! - [`reaper`]: deletes expired bins; [`events`]: live notifications; [`metrics`].
 //! - [`model`], [`response`], [`ids`], [`clock`]: shared types and small pure helpers.
 
@@ -28,6 +29,7 @@ pub mod server;
 pub mod shutdown;
 pub mod state;
 pub mod storage;
+pub mod verify;
 
 use std::future::Future;
 use std::sync::Arc;

@@ -67,6 +67,10 @@ pub async fn route(state: &Arc<AppState>, req: Request<Incoming>, conn: &ConnInf
             _ if get => get_body(state, bin, id).await,
             _ => Err(ApiError::method_not_allowed("GET")),
         },
+        ["bins", bin, "requests", id, "verify"] => match method {
+            Method::POST => super::signature::verify(state, req, bin, id).await,
+            _ => Err(ApiError::method_not_allowed("POST")),
+        },
         ["bins", bin, "stream"] => match method {
             _ if get => super::stream::stream(state, &req, bin).await,
             _ => Err(ApiError::method_not_allowed("GET")),

@@ -49,10 +49,10 @@ pub fn public_base(config: &Config, headers: &HeaderMap) -> String {
     let mut scheme = "http";
     let mut host = header("host");
     if config.trust_proxy {
-        if let Some(proto) = header("x-forwarded-proto") {
-            if proto.eq_ignore_ascii_case("https") {
-                scheme = "https";
-            }
+        if let Some(proto) = header("x-forwarded-proto")
+            && proto.eq_ignore_ascii_case("https")
+        {
+            scheme = "https";
         }
         host = header("x-forwarded-host").or(host);
     }

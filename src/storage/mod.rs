@@ -92,10 +92,10 @@ impl WriterThread {
     /// Waits until every queued write has been committed and the writer has exited.
     /// Call after dropping every `Store` handle, or this waits forever.
     pub fn join(mut self) {
-        if let Some(handle) = self.0.take() {
-            if handle.join().is_err() {
-                tracing::error!("the database writer thread panicked");
-            }
+        if let Some(handle) = self.0.take()
+            && handle.join().is_err()
+        {
+            tracing::error!("the database writer thread panicked");
         }
     }
 }

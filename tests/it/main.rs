@@ -5,3 +5,5 @@ mod api;
 mod capture;
 mod lifecycle;
 mod util;
+mod verify_api;
+mod verify_vectors;

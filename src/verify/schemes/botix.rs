@@ -1,0 +1,71 @@
+//! BOTIX (this project's own scheme): `X-BOTIX-Timestamp` and `X-BOTIX-Signature`, HMAC-SHA256
+//! over `{timestamp}.{body}` keyed by the secret as text, lowercase hex. The value is documented
+//! as `sha256=<hex>` and shown as bare `<hex>` elsewhere, so both are accepted. The timestamp must
+//! be within the tolerance in both directions.
+
+use super::{Context, Finding, HmacCheck, Outcome, describe_signed, value_bytes, value_text};
+use crate::verify::crypto::{Algo, decode_hex};
+use crate::verify::diagnose::{Alt, Signed};
+use crate::verify::freshness::{self, Window};
+use crate::verify::keys;
+use crate::verify::{Scheme, VerifyError};
+
+const TIMESTAMP: &str = "X-BOTIX-Timestamp";
+const SIGNATURE: &str = "X-BOTIX-Signature";
+
+pub(super) fn verify(ctx: &Context<'_>) -> Result<Outcome, VerifyError> {
+    let (Some(timestamp), Some(signature)) = (ctx.header(TIMESTAMP), ctx.header(SIGNATURE)) else {
+        let absent: Vec<&str> = [TIMESTAMP, SIGNATURE]
+            .into_iter()
+            .filter(|n| ctx.header(n).is_none())
+            .collect();
+        return Ok(Outcome::missing(
+            Scheme::Botix,
+            &absent,
+            "BOTIX signs timestamp.body and sends sha256=<hex> in X-BOTIX-Signature.",
+        ));
+    };
+    let Some(ts) = super::parse_timestamp(timestamp) else {
+        let value = value_text(timestamp);
+        return Ok(Outcome::malformed_timestamp(
+            Scheme::Botix,
+            &timestamp.name,
+            &value,
+        ));
+    };
+    let value = value_text(signature);
+    let hex = value.strip_prefix("sha256=").unwrap_or(&value);
+    let signed = Signed {
+        prefix: [value_bytes(timestamp), b"."].concat(),
+        body: &ctx.req.body,
+    };
+    let check = HmacCheck {
+        algo: Algo::Sha256,
+        key: ctx.secret.as_bytes().to_vec(),
+        signed: signed.clone(),
+        trusted: decode_hex(hex).into_iter().collect(),
+        mislabeled: Vec::new(),
+        formats: vec![Alt::new(
+            "signature is over the body without the timestamp (BOTIX signs timestamp.body)",
+            Vec::new(),
+        )],
+        keys: keys::alternatives_to_text_key(ctx.secret),
+    };
+    let matched = check
+        .matching_entry()
+        .map(|_| "the hex signature".to_owned());
+    let hint = match matched {
+        Some(_) => None,
+        None => check.explain(),
+    };
+    Ok(Finding {
+        scheme: Scheme::Botix,
+        matched,
+        hint,
+        method: "HMAC-SHA256 with the secret as text".to_owned(),
+        signed: describe_signed(&signed),
+        freshness: Some(freshness::check(&ctx.clock, ts, Window::BothWays)),
+        header: signature.name.clone(),
+    }
+    .into_outcome())
+}

@@ -1,0 +1,291 @@
+//! Standard Webhooks (v1 HMAC-SHA256, v1a Ed25519) and Svix, which is the same algorithm under
+//! `svix-*` header names.
+//!
+//! Signed bytes: `{id}.{timestamp}.{body}`, id and timestamp exactly as sent. The signature
+//! header is a space-separated list of `version,base64` entries; any trusted entry may match
+//! (secret rotation). Which entries are trusted depends on the key the user gave: a `whsec_`
+//! secret checks only `v1` entries (the reference library skips every other version), a `whpk_`
+//! public key checks only `v1a` entries.
+
+use ed25519_dalek::VerifyingKey;
+
+use super::{Context, Finding, HmacCheck, Outcome, describe_signed, entry_note, value_bytes};
+use crate::verify::crypto::{Algo, decode_base64, ed25519_verifies};
+use crate::verify::diagnose::{Alt, Signed, explain_signed_bytes};
+use crate::verify::freshness::{self, Window};
+use crate::verify::keys::{self, StandardKey};
+use crate::verify::{Scheme, VerifyError, text};
+
+/// The three header names of one flavour.
+struct Names {
+    id: &'static str,
+    timestamp: &'static str,
+    signature: &'static str,
+}
+
+const WEBHOOK: Names = Names {
+    id: "webhook-id",
+    timestamp: "webhook-timestamp",
+    signature: "webhook-signature",
+};
+
+const SVIX: Names = Names {
+    id: "svix-id",
+    timestamp: "svix-timestamp",
+    signature: "svix-signature",
+};
+
+impl Names {
+    fn all(&self) -> [&'static str; 3] {
+        [self.id, self.timestamp, self.signature]
+    }
+}
+
+/// One `version,signature` entry of the signature header.
+struct Entry {
+    version: String,
+    signature: Option<Vec<u8>>,
+}
+
+pub(super) fn verify(ctx: &Context<'_>, scheme: Scheme) -> Result<Outcome, VerifyError> {
+    let key = keys::standard_webhooks(ctx.secret, scheme.name())?;
+    let names = header_names(ctx, scheme);
+    let (Some(id), Some(timestamp), Some(signature)) = (
+        ctx.header(names.id),
+        ctx.header(names.timestamp),
+        ctx.header(names.signature),
+    ) else {
+        return Ok(missing(ctx, scheme, names));
+    };
+    let Some(ts) = super::parse_timestamp(timestamp) else {
+        let value = super::value_text(timestamp);
+        return Ok(Outcome::malformed_timestamp(
+            scheme,
+            &timestamp.name,
+            &value,
+        ));
+    };
+    let signed = Signed {
+        prefix: [value_bytes(id), b".", value_bytes(timestamp), b"."].concat(),
+        body: &ctx.req.body,
+    };
+    let entries = parse_entries(ctx, names.signature);
+    let found = Found {
+        scheme,
+        names,
+        signed: &signed,
+        timestamp: value_bytes(timestamp),
+        entries: &entries,
+        header: signature.name.clone(),
+    };
+    let mut finding = match key {
+        StandardKey::Hmac(key) => found.check_hmac(key, ctx.secret),
+        StandardKey::Ed25519(key) => found.check_ed25519(&key),
+    };
+    finding.freshness = Some(freshness::check(&ctx.clock, ts, Window::BothWays));
+    Ok(finding.into_outcome())
+}
+
+/// Svix's libraries accept the `webhook-*` names too (white-label accounts get those), so a
+/// request without any `svix-*` header is read under the `webhook-*` names.
+fn header_names(ctx: &Context<'_>, scheme: Scheme) -> &'static Names {
+    let has_any = |names: &Names| names.all().iter().any(|n| ctx.header(n).is_some());
+    match scheme {
+        Scheme::Svix if !has_any(&SVIX) && has_any(&WEBHOOK) => &WEBHOOK,
+        Scheme::Svix => &SVIX,
+        _ => &WEBHOOK,
+    }
+}
+
+fn missing(ctx: &Context<'_>, scheme: Scheme, names: &Names) -> Outcome {
+    let absent: Vec<&str> = names
+        .all()
+        .into_iter()
+        .filter(|n| ctx.header(n).is_none())
+        .collect();
+    let mut needs = format!(
+        "{} signs {}.{}.body and sends the signature in {}.",
+        scheme.label(),
+        names.id,
+        names.timestamp,
+        names.signature
+    );
+    if scheme == Scheme::StandardWebhooks && SVIX.all().iter().any(|n| ctx.header(n).is_some()) {
+        needs.push_str(" This request carries svix-* headers: check it with scheme svix.");
+    }
+    Outcome::missing(scheme, &absent, &needs)
+}
+
+/// Reads the `version,signature` entries of every signature header (space-separated; an entry
+/// without a comma is skipped, as it can match nothing).
+fn parse_entries(ctx: &Context<'_>, name: &str) -> Vec<Entry> {
+    ctx.headers_named(name)
+        .flat_map(|h| {
+            super::value_text(h)
+                .split_ascii_whitespace()
+                .filter_map(|entry| entry.split_once(','))
+                .map(|(version, signature)| Entry {
+                    version: version.to_owned(),
+                    signature: decode_base64(signature),
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// The parsed request, shared by the v1 and v1a checks.
+struct Found<'a> {
+    scheme: Scheme,
+    names: &'static Names,
+    signed: &'a Signed<'a>,
+    /// The timestamp header's value as sent.
+    timestamp: &'a [u8],
+    entries: &'a [Entry],
+    header: String,
+}
+
+impl Found<'_> {
+    /// Decoded signatures of the entries labelled `version`.
+    fn signatures(&self, version: &str) -> Vec<Vec<u8>> {
+        self.entries
+            .iter()
+            .filter(|e| e.version == version)
+            .filter_map(|e| e.signature.clone())
+            .collect()
+    }
+
+    /// "the header has no v1 entries (versions present: v2)".
+    fn no_entries(&self, version: &str) -> String {
+        let mut present: Vec<String> = Vec::new();
+        for entry in self.entries {
+            if !present.contains(&entry.version) {
+                present.push(text::shorten(&entry.version, 20));
+            }
+        }
+        if present.is_empty() {
+            format!("{} has no version,signature entries", self.header)
+        } else {
+            format!(
+                "{} has no {version} entries (versions present: {})",
+                self.header,
+                text::and_list(&present)
+            )
+        }
+    }
+
+    fn finding(&self, matched: Option<String>, hint: Option<String>, method: &str) -> Finding {
+        Finding {
+            scheme: self.scheme,
+            matched,
+            hint,
+            method: method.to_owned(),
+            signed: format!(
+                "{}.{}.body = {}",
+                self.names.id,
+                self.names.timestamp,
+                describe_signed(self.signed)
+            ),
+            freshness: None,
+            header: self.header.clone(),
+        }
+    }
+
+    /// v1: HMAC-SHA256 with the decoded `whsec_` key.
+    fn check_hmac(&self, key: Vec<u8>, secret: &str) -> Finding {
+        let trusted = self.signatures("v1");
+        let check = HmacCheck {
+            algo: Algo::Sha256,
+            key,
+            signed: self.signed.clone(),
+            mislabeled: self.mislabeled_entries(),
+            formats: self.formats(),
+            keys: keys::alternatives_to_whsec_key(secret),
+            trusted,
+        };
+        let matched = check
+            .matching_entry()
+            .map(|i| entry_note("v1", i, check.trusted.len()));
+        let hint = match matched {
+            Some(_) => None,
+            None => check
+                .explain()
+                .or_else(|| check.trusted.is_empty().then(|| self.no_entries("v1"))),
+        };
+        self.finding(
+            matched,
+            hint,
+            "HMAC-SHA256 (v1) with the base64-decoded whsec_ key",
+        )
+    }
+
+    /// Entries under another version label that may carry the right HMAC.
+    fn mislabeled_entries(&self) -> Vec<Alt> {
+        self.entries
+            .iter()
+            .filter(|e| e.version != "v1")
+            .filter_map(|e| {
+                let hint = format!(
+                    "an entry labelled {:?} carries the matching signature, but only v1 entries \
+                     are HMAC signatures (the reference library skips every other version)",
+                    text::shorten(&e.version, 20)
+                );
+                Some(Alt::new(hint, e.signature.clone()?))
+            })
+            .collect()
+    }
+
+    /// Other layouts of the signed bytes that senders get wrong.
+    fn formats(&self) -> Vec<Alt> {
+        let timestamp_dot = [self.timestamp, b"."].concat();
+        vec![
+            Alt::new(
+                format!(
+                    "signature is over the body without the id and timestamp (it must cover \
+                     {}.{}.body)",
+                    self.names.id, self.names.timestamp
+                ),
+                Vec::new(),
+            ),
+            Alt::new(
+                format!(
+                    "signature is over timestamp.body without the message id (it must cover \
+                     {}.{}.body)",
+                    self.names.id, self.names.timestamp
+                ),
+                timestamp_dot,
+            ),
+        ]
+    }
+
+    /// v1a: Ed25519 with the `whpk_` public key.
+    fn check_ed25519(&self, key: &VerifyingKey) -> Finding {
+        let trusted = self.signatures("v1a");
+        let verifies = |parts: &[&[u8]]| {
+            let message = parts.concat();
+            trusted.iter().any(|s| ed25519_verifies(key, &message, s))
+        };
+        let message = self.signed.parts().concat();
+        let matched = trusted
+            .iter()
+            .position(|s| ed25519_verifies(key, &message, s))
+            .map(|i| entry_note("v1a", i, trusted.len()));
+        let hint = match matched {
+            Some(_) => None,
+            None if trusted.is_empty() => Some(format!(
+                "{}; a whpk_ public key checks only Ed25519 (v1a) signatures, v1 entries need \
+                 the whsec_ secret",
+                self.no_entries("v1a")
+            )),
+            None => explain_signed_bytes(self.signed, &self.formats(), verifies),
+        };
+        let skipped = self.entries.iter().filter(|e| e.version == "v1").count();
+        let mut method = "Ed25519 (v1a) with the whpk_ public key".to_owned();
+        if skipped > 0 {
+            let entries = if skipped == 1 { "entry" } else { "entries" };
+            method.push_str(&format!(
+                " ({skipped} v1 {entries} skipped: HMAC entries need the whsec_ secret)"
+            ));
+        }
+        self.finding(matched, hint, &method)
+    }
+}

@@ -1,0 +1,123 @@
+//! Stripe: `Stripe-Signature: t=<unix>,v1=<hex>[,v1=<hex>...][,v0=<hex>]`, HMAC-SHA256 over
+//! `{t}.{body}` keyed by the endpoint secret *as is* (the `whsec_` prefix included, not decoded).
+//!
+//! Only `v1` entries are trusted; `v0` (test mode) and any other scheme are ignored, which
+//! prevents downgrade attacks. The timestamp is checked in the past only, as Stripe's library
+//! does (see [`Window::PastOnly`]).
+
+use super::{Context, Finding, HmacCheck, Outcome, describe_signed, entry_note};
+use crate::verify::crypto::{Algo, decode_hex};
+use crate::verify::diagnose::{Alt, Signed};
+use crate::verify::freshness::{self, Window};
+use crate::verify::keys;
+use crate::verify::{Reason, Scheme, VerifyError, text};
+
+const HEADER: &str = "Stripe-Signature";
+
+pub(super) fn verify(ctx: &Context<'_>) -> Result<Outcome, VerifyError> {
+    let Some(header) = ctx.header(HEADER) else {
+        return Ok(Outcome::missing(
+            Scheme::Stripe,
+            &[HEADER],
+            "Stripe sends t=<timestamp>,v1=<hex HMAC-SHA256 of timestamp.body> there.",
+        ));
+    };
+    let items = parse_items(ctx);
+    let Some(t) = items
+        .iter()
+        .find(|(k, _)| k == "t")
+        .map(|(_, v)| v.as_str())
+    else {
+        let mut outcome = Outcome::cannot_check(
+            Scheme::Stripe,
+            Reason::MissingHeader,
+            &format!("{} has no t= timestamp element", header.name),
+            "Stripe always sends t=<timestamp> first.",
+        );
+        outcome.signature_header = Some(header.name.clone());
+        return Ok(outcome);
+    };
+    let Ok(ts) = t.parse::<i64>() else {
+        return Ok(Outcome::malformed_timestamp(
+            Scheme::Stripe,
+            &format!("{} t=", header.name),
+            t,
+        ));
+    };
+    // The library formats the parsed integer (`"%d.%s"`), so `t=0123` signs "123.".
+    let signed = Signed {
+        prefix: format!("{ts}.").into_bytes(),
+        body: &ctx.req.body,
+    };
+    let check = HmacCheck {
+        algo: Algo::Sha256,
+        key: ctx.secret.as_bytes().to_vec(),
+        trusted: items
+            .iter()
+            .filter(|(k, _)| k == "v1")
+            .filter_map(|(_, v)| decode_hex(v))
+            .collect(),
+        mislabeled: mislabeled(&items),
+        formats: vec![Alt::new(
+            "signature is over the body without the timestamp (Stripe signs timestamp.body)",
+            Vec::new(),
+        )],
+        keys: keys::alternatives_to_text_key(ctx.secret),
+        signed: signed.clone(),
+    };
+    let matched = check
+        .matching_entry()
+        .map(|i| entry_note("v1", i, check.trusted.len()));
+    let hint = match matched {
+        Some(_) => None,
+        None => check.explain().or_else(|| {
+            check.trusted.is_empty().then(|| {
+                format!(
+                    "{} has no v1 entry; Stripe's library trusts only v1 and ignores v0 and \
+                     every other scheme",
+                    header.name
+                )
+            })
+        }),
+    };
+    Ok(Finding {
+        scheme: Scheme::Stripe,
+        matched,
+        hint,
+        method: "HMAC-SHA256 (v1) with the endpoint secret as text (whsec_ included)".to_owned(),
+        signed: describe_signed(&signed),
+        freshness: Some(freshness::check(&ctx.clock, ts, Window::PastOnly)),
+        header: header.name.clone(),
+    }
+    .into_outcome())
+}
+
+/// The `key=value` items of every Stripe-Signature header, in order.
+fn parse_items(ctx: &Context<'_>) -> Vec<(String, String)> {
+    ctx.headers_named(HEADER)
+        .flat_map(|h| {
+            super::value_text(h)
+                .split(',')
+                .filter_map(|item| item.split_once('='))
+                .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// Signatures under any scheme other than v1: never trusted, but worth naming when one of them
+/// carries the right MAC.
+fn mislabeled(items: &[(String, String)]) -> Vec<Alt> {
+    items
+        .iter()
+        .filter(|(k, _)| k != "t" && k != "v1")
+        .filter_map(|(k, v)| {
+            let hint = format!(
+                "the {} entry carries the matching signature, but Stripe trusts only v1: v0 \
+                 and other schemes are ignored to prevent downgrade attacks",
+                text::shorten(k, 20)
+            );
+            Some(Alt::new(hint, decode_hex(v)?))
+        })
+        .collect()
+}
