@@ -48,6 +48,15 @@ pub async fn reap_all(
         let took = started.elapsed();
         bins += step.bins_deleted.len() as u64;
         requests += step.requests_deleted;
+        // Counted per step, so a long reap shows progress on /metrics.
+        state
+            .metrics
+            .bins_reaped
+            .fetch_add(step.bins_deleted.len() as u64, Relaxed);
+        state
+            .metrics
+            .requests_reaped
+            .fetch_add(step.requests_deleted, Relaxed);
         if step.done {
             break;
         }
@@ -62,8 +71,6 @@ pub async fn reap_all(
         // Let queued captures in between steps.
         tokio::task::yield_now().await;
     }
-    state.metrics.bins_reaped.fetch_add(bins, Relaxed);
-    state.metrics.requests_reaped.fetch_add(requests, Relaxed);
     if bins > 0 || requests > 0 {
         tracing::info!(bins, requests, "reaped expired bins");
     }

@@ -126,14 +126,16 @@ fn commit_batch(conn: &mut Connection, batch: &mut Vec<Op>, events: &EventHub) {
         tracing::error!(cause = %e, "commit failed; the batch's callers get an error");
         notices.clear();
     }
-    for done in completions {
-        done(commit_error.as_deref());
-    }
+    // Publish before answering: once a capture is acknowledged, live streams already have it,
+    // so a stream opened after a 2xx never receives that older request as "new".
     for notice in notices {
         match notice {
             Notice::Captured(summary) => events.publish(summary),
             Notice::BinGone(bin) => events.close(&bin),
         }
+    }
+    for done in completions {
+        done(commit_error.as_deref());
     }
 }
 

@@ -163,12 +163,12 @@ fn reaper_deletes_expired_bins_and_they_404_before_that() {
         )
         .unwrap();
     assert_eq!(kept, 1);
-    let metrics = s.get("/metrics").text();
-    assert!(metrics.contains("hookbin_bins_reaped_total 1"), "{metrics}");
-    assert!(
-        metrics.contains("hookbin_requests_reaped_total 50"),
-        "{metrics}"
-    );
+    // The step's metrics are counted just after its transaction commits.
+    s.eventually("the metrics count the reaped bin and rows", || {
+        let metrics = s.get("/metrics").text();
+        metrics.contains("hookbin_bins_reaped_total 1\n")
+            && metrics.contains("hookbin_requests_reaped_total 50\n")
+    });
 }
 
 #[test]
