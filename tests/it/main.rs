@@ -3,7 +3,9 @@
 
 mod api;
 mod capture;
+mod durability;
 mod lifecycle;
+mod limits;
 mod util;
 mod verify_api;
 mod verify_vectors;
