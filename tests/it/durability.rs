@@ -5,6 +5,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use crate::util::{Server, b64};
 
+/// A request id with the body that was acknowledged for it.
+type Acked = Vec<(String, Vec<u8>)>;
+
 /// Captures from `threads` connections until `stop`; returns every (id, body) answered 2xx.
 fn capture_until_stopped(
     addr: std::net::SocketAddr,
@@ -12,7 +15,7 @@ fn capture_until_stopped(
     threads: usize,
     acked: &AtomicUsize,
     stop: &AtomicBool,
-) -> Vec<(String, Vec<u8>)> {
+) -> Acked {
     let results = Mutex::new(Vec::new());
     std::thread::scope(|scope| {
         for t in 0..threads {
@@ -84,7 +87,7 @@ fn stop_mid_capture(
     bin: Option<&str>,
     signal: &str,
     after: usize,
-) -> (String, Vec<(String, Vec<u8>)>, Option<i32>) {
+) -> (String, Acked, Option<i32>) {
     let mut s = Server::start_on(db, &["--max-requests-per-bin", "1000000"]);
     let bin = bin.map_or_else(|| s.create_bin(), str::to_owned);
     let acked = AtomicUsize::new(0);
