@@ -314,6 +314,19 @@ async fn custom_response(state: &AppState, spec: &ResponseSpec) -> Response<Body
             _ = state.shutdown.triggered() => {}
         }
     }
+    if spec.status < 200 {
+        // HTTP/1.1 has no final 1xx response: hyper would turn it into a bare 500 (or, for 101,
+        // switch protocols and hang). Say so plainly instead; the request itself was recorded.
+        return ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "informational_status",
+            format!(
+                "this bin's custom response has status {}, which HTTP/1.1 cannot send as a final response; the request was recorded",
+                spec.status
+            ),
+        )
+        .into_response();
+    }
     let mut res = Response::new(body::full(spec.body.clone()));
     *res.status_mut() = StatusCode::from_u16(spec.status).unwrap_or(StatusCode::OK);
     let h = res.headers_mut();

@@ -524,3 +524,22 @@ fn event_stream_sends_new_captures_and_replays_after_last_event_id() {
     s.get("/api/bins/0000000000000000000a/stream")
         .assert_error(404, "bin_not_found");
 }
+
+#[test]
+fn informational_custom_statuses_are_accepted_but_answered_plainly() {
+    let s = Server::start(&[]);
+    for status in [100, 101, 199] {
+        let bin = s.create_bin_with(&format!(r#"{{"response": {{"status": {status}}}}}"#))["id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let res = s.request("POST", &format!("/r/{bin}"), &[], b"x");
+        res.assert_error(500, "informational_status");
+        let id = res.header("x-request-id").expect("x-request-id even so");
+        assert_eq!(
+            s.stored(&bin, id)["body_text"],
+            "x",
+            "the request is recorded"
+        );
+    }
+}
