@@ -37,6 +37,12 @@ impl EventHub {
         }
     }
 
+    /// Whether a stream listens to `bin` (so the writer can skip building unused summaries).
+    pub fn is_watched(&self, bin: &str) -> bool {
+        let channels = self.channels.lock().unwrap_or_else(|e| e.into_inner());
+        channels.get(bin).is_some_and(|tx| tx.receiver_count() > 0)
+    }
+
     pub fn subscribe(&self, bin: &str) -> broadcast::Receiver<Event> {
         let mut channels = self.channels.lock().unwrap_or_else(|e| e.into_inner());
         channels

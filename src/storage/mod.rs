@@ -8,6 +8,7 @@
 //!   bin without a query. The writer's transaction checks again, so a bin deleted in between
 //!   still ends in a 404, never in a row without a bin.
 
+mod checkpoint;
 mod headers;
 mod read;
 mod schema;
@@ -84,18 +85,25 @@ pub struct Store {
     path: PathBuf,
 }
 
-/// Joins the writer thread when dropped after the last [`Store`] handle is gone.
+/// The background threads of a [`Store`]: the writer, and the checkpointer behind it.
 #[derive(Debug)]
-pub struct WriterThread(Option<std::thread::JoinHandle<()>>);
+pub struct WriterThread {
+    writer: std::thread::JoinHandle<()>,
+    checkpointer: std::thread::JoinHandle<()>,
+    stop_checkpoints: std::sync::mpsc::Sender<()>,
+}
 
 impl WriterThread {
-    /// Waits until every queued write has been committed and the writer has exited.
-    /// Call after dropping every `Store` handle, or this waits forever.
-    pub fn join(mut self) {
-        if let Some(handle) = self.0.take()
-            && handle.join().is_err()
-        {
+    /// Waits until every queued write has been committed and the writer has exited, then lets
+    /// the checkpointer fold the WAL into the database file. Call after dropping every `Store`
+    /// handle, or this waits forever.
+    pub fn join(self) {
+        if self.writer.join().is_err() {
             tracing::error!("the database writer thread panicked");
+        }
+        drop(self.stop_checkpoints);
+        if self.checkpointer.join().is_err() {
+            tracing::error!("the checkpoint thread panicked");
         }
     }
 }
@@ -112,13 +120,20 @@ impl Store {
         let bins = read::live_bins(&conn, now)?;
         let reads = read::ReadPool::new(&config.path, config.read_connections)?;
         let (tx, rx) = mpsc::channel(config.write_queue);
-        let thread = std::thread::Builder::new()
+        let spawn_failed = |e: std::io::Error| StoreError::Open {
+            path: config.path.display().to_string(),
+            reason: format!("cannot start a database thread: {e}"),
+        };
+        let checkpoint_conn = checkpoint::open(&config.path)?;
+        let (stop_checkpoints, stop) = std::sync::mpsc::channel();
+        let checkpointer = std::thread::Builder::new()
+            .name("hookbin-checkpoint".into())
+            .spawn(move || checkpoint::run(checkpoint_conn, stop))
+            .map_err(spawn_failed)?;
+        let writer = std::thread::Builder::new()
             .name("hookbin-writer".into())
             .spawn(move || writer::run(conn, rx, events))
-            .map_err(|e| StoreError::Open {
-                path: config.path.display().to_string(),
-                reason: format!("cannot start the writer thread: {e}"),
-            })?;
+            .map_err(spawn_failed)?;
         let store = Store {
             writes: tx,
             write_capacity: config.write_queue,
@@ -126,7 +141,12 @@ impl Store {
             bins: RwLock::new(bins),
             path: config.path.clone(),
         };
-        Ok((store, WriterThread(Some(thread))))
+        let threads = WriterThread {
+            writer,
+            checkpointer,
+            stop_checkpoints,
+        };
+        Ok((store, threads))
     }
 
     pub fn path(&self) -> &Path {
@@ -164,11 +184,11 @@ impl Store {
     /// Queues `op` (waiting for room) and awaits the writer's reply.
     async fn write<T>(
         &self,
-        op: impl FnOnce(writer::Reply<T>) -> writer::Op,
+        command: impl FnOnce(writer::Reply<T>) -> writer::Command,
     ) -> Result<T, StoreError> {
         let (reply, answer) = oneshot::channel();
         self.writes
-            .send(op(reply))
+            .send(writer::Op::Other(command(reply)))
             .await
             .map_err(|_| StoreError::Closed)?;
         answer.await.map_err(|_| StoreError::Closed)?
@@ -184,7 +204,7 @@ impl Store {
             response,
         };
         let id = bin.id.clone();
-        self.write(|reply| writer::Op::CreateBin(bin, reply))
+        self.write(|reply| writer::Command::CreateBin(bin, reply))
             .await?;
         self.remember_bin(&id, entry);
         Ok(())
@@ -204,7 +224,8 @@ impl Store {
         // Forget first: from now on captures to this bin answer 404.
         let id = id.to_owned();
         self.forget_bins([&id]);
-        self.write(|reply| writer::Op::DeleteBin(id, reply)).await
+        self.write(|reply| writer::Command::DeleteBin(id, reply))
+            .await
     }
 
     /// Sets (or with `None` clears) the bin's custom response; the updated bin, or `None`.
@@ -217,7 +238,7 @@ impl Store {
         let json = response.as_deref().map(ResponseSpec::to_json);
         let owned = id.to_owned();
         let bin = self
-            .write(|reply| writer::Op::SetResponse {
+            .write(|reply| writer::Command::SetResponse {
                 id: owned,
                 response: json,
                 now,
@@ -245,9 +266,14 @@ impl Store {
         max_per_bin: u64,
     ) -> Result<oneshot::Receiver<Result<CaptureOutcome, StoreError>>, StoreError> {
         let (reply, answer) = oneshot::channel();
+        // Derived columns are prepared here, on the caller's thread, to keep the writer lean.
         let op = writer::Op::Capture {
-            request: Box::new(request),
-            max_per_bin,
+            capture: Box::new(writer::NewCapture {
+                headers_blob: headers::encode(&request.headers),
+                content_type: request.content_type(),
+                request,
+                max_per_bin,
+            }),
             reply,
         };
         self.writes.try_send(op).map_err(|e| match e {
@@ -302,20 +328,20 @@ impl Store {
     /// `false` if the bin had no such request.
     pub async fn delete_request(&self, bin: &str, id: i64) -> Result<bool, StoreError> {
         let bin = bin.to_owned();
-        self.write(|reply| writer::Op::DeleteRequest { bin, id, reply })
+        self.write(|reply| writer::Command::DeleteRequest { bin, id, reply })
             .await
     }
 
     pub async fn clear_requests(&self, bin: &str) -> Result<(), StoreError> {
         let bin = bin.to_owned();
-        self.write(|reply| writer::Op::ClearRequests { bin, reply })
+        self.write(|reply| writer::Command::ClearRequests { bin, reply })
             .await
     }
 
     /// Deletes up to `budget` requests of bins expired at `now`, and the bins emptied that way.
     pub async fn reap_step(&self, now: i64, budget: usize) -> Result<ReapProgress, StoreError> {
         let progress = self
-            .write(|reply| writer::Op::Reap { now, budget, reply })
+            .write(|reply| writer::Command::Reap { now, budget, reply })
             .await?;
         self.forget_bins(&progress.bins_deleted);
         Ok(progress)

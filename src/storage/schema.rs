@@ -38,8 +38,10 @@ pub fn open_writer(path: &Path, sync: Synchronous) -> Result<Connection, StoreEr
         Synchronous::Normal => "NORMAL",
         Synchronous::Full => "FULL",
     };
+    // wal_autocheckpoint = 0: checkpoints run on their own thread (see checkpoint.rs), not
+    // inside whichever capture's COMMIT happens to cross the threshold.
     conn.execute_batch(&format!(
-        "PRAGMA synchronous = {sync}; PRAGMA foreign_keys = ON;"
+        "PRAGMA synchronous = {sync}; PRAGMA foreign_keys = ON; PRAGMA wal_autocheckpoint = 0;"
     ))
     .map_err(open)?;
     migrate(&conn).map_err(|e| match e {

@@ -3,15 +3,21 @@
 //! Group commit: the thread blocks for one operation, then takes whatever else is already queued
 //! (up to [`MAX_BATCH`]), runs them all in one transaction, commits once, and only then answers
 //! each caller. Under load many captures share one commit; alone, a capture commits at once.
-//! Each operation runs inside its own savepoint, so one failing operation cannot leave half its
-//! writes in the batch.
+//!
+//! Captures are the hot path and cost one INSERT each: consecutive captures in a batch form a
+//! run, in which each bin is looked up once, and its request count and the eviction of its oldest
+//! requests are settled once, at the end of the run. The run shares one savepoint; if anything in
+//! it fails, it is rolled back and redone one capture per savepoint, so only the failing capture
+//! fails. Every other operation runs in a savepoint of its own, so one failing operation cannot
+//! leave half its writes in the batch.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use tokio::sync::{mpsc, oneshot};
 
-use super::{StoreError, headers};
+use super::StoreError;
 use crate::events::EventHub;
 use crate::model::{Bin, RequestSummary, StoredRequest};
 
@@ -22,6 +28,17 @@ pub type Reply<T> = oneshot::Sender<Result<T, StoreError>>;
 
 #[derive(Debug)]
 pub enum Op {
+    /// The hot path, batched specially (see the module docs).
+    Capture {
+        capture: Box<NewCapture>,
+        reply: Reply<CaptureOutcome>,
+    },
+    Other(Command),
+}
+
+/// Every write that is not a capture; each runs in a savepoint of its own.
+#[derive(Debug)]
+pub enum Command {
     CreateBin(Bin, Reply<()>),
     DeleteBin(String, Reply<bool>),
     SetResponse {
@@ -29,11 +46,6 @@ pub enum Op {
         response: Option<String>,
         now: i64,
         reply: Reply<Option<Bin>>,
-    },
-    Capture {
-        request: Box<StoredRequest>,
-        max_per_bin: u64,
-        reply: Reply<CaptureOutcome>,
     },
     DeleteRequest {
         bin: String,
@@ -49,6 +61,17 @@ pub enum Op {
         budget: usize,
         reply: Reply<ReapProgress>,
     },
+}
+
+/// A request to store, with the columns derived from it prepared by the caller (off the writer
+/// thread, which is the bottleneck under load).
+#[derive(Debug)]
+pub struct NewCapture {
+    pub request: StoredRequest,
+    /// `headers::encode(&request.headers)`.
+    pub headers_blob: Vec<u8>,
+    pub content_type: Option<String>,
+    pub max_per_bin: u64,
 }
 
 /// The result of a capture, known only after its batch committed.
@@ -118,9 +141,18 @@ fn commit_batch(conn: &mut Connection, batch: &mut Vec<Op>, events: &EventHub) {
             return;
         }
     };
+    let mut run = Vec::new();
     for op in batch.drain(..) {
-        completions.push(apply_in_savepoint(&mut tx, op, &mut notices));
+        match op {
+            Op::Capture { capture, reply } => run.push((capture, reply)),
+            Op::Other(command) => {
+                // Settle the captures before it: the command may concern their bin.
+                store_captures(&mut tx, &mut run, &mut completions, &mut notices, events);
+                completions.push(apply_in_savepoint(&mut tx, command, &mut notices));
+            }
+        }
     }
+    store_captures(&mut tx, &mut run, &mut completions, &mut notices, events);
     let commit_error = tx.commit().err().map(|e| e.to_string());
     if let Some(e) = &commit_error {
         tracing::error!(cause = %e, "commit failed; the batch's callers get an error");
@@ -139,22 +171,170 @@ fn commit_batch(conn: &mut Connection, batch: &mut Vec<Op>, events: &EventHub) {
     }
 }
 
-fn fail(op: Op, msg: &str) {
-    fn send<T>(reply: Reply<T>, msg: &str) {
-        let _ = reply.send(Err(StoreError::Commit(msg.to_owned())));
+type PendingCapture = (Box<NewCapture>, Reply<CaptureOutcome>);
+
+/// Stores a run of consecutive captures in one savepoint, or, if that fails, one by one.
+fn store_captures(
+    tx: &mut rusqlite::Transaction<'_>,
+    run: &mut Vec<PendingCapture>,
+    completions: &mut Vec<Completion>,
+    notices: &mut Vec<Notice>,
+    events: &EventHub,
+) {
+    if run.is_empty() {
+        return;
     }
+    let attempt = tx.savepoint_with_name("run").and_then(|sp| {
+        let outcomes = insert_run(&sp, run)?;
+        sp.commit()?;
+        Ok(outcomes)
+    });
+    let outcomes: Vec<Result<CaptureOutcome, rusqlite::Error>> = match attempt {
+        Ok(outcomes) => outcomes.into_iter().map(Ok).collect(),
+        Err(e) if run.len() == 1 => vec![Err(e)],
+        Err(e) => {
+            tracing::warn!(cause = %e, "a capture run failed; storing its captures one by one");
+            run.iter()
+                .map(|one| {
+                    let sp = tx.savepoint_with_name("one")?;
+                    let outcome = insert_run(&sp, std::slice::from_ref(one))?.remove(0);
+                    sp.commit()?;
+                    Ok(outcome)
+                })
+                .collect()
+        }
+    };
+    for ((capture, reply), outcome) in run.drain(..).zip(outcomes) {
+        if let Ok(CaptureOutcome::Stored { id, .. }) = outcome {
+            let request = &capture.request;
+            // Building a summary costs allocations; only do it when a stream listens.
+            if events.is_watched(&request.bin_id) {
+                let mut summary = RequestSummary::from(request);
+                summary.id = id.to_string();
+                notices.push(Notice::Captured(summary));
+            }
+        }
+        completions.push(completion(reply, outcome.map_err(StoreError::from)));
+    }
+}
+
+/// What a run has done to one bin so far.
+struct BinTally {
+    expires_at: Option<i64>,
+    added: u64,
+    max_per_bin: u64,
+    /// Index in the run of the bin's last capture, which reports the evictions.
+    last: usize,
+}
+
+/// One INSERT per capture; per bin, one lookup before and one count update (and eviction of the
+/// oldest beyond the cap) after.
+fn insert_run(conn: &Connection, run: &[PendingCapture]) -> rusqlite::Result<Vec<CaptureOutcome>> {
+    let mut bins: HashMap<&str, BinTally> = HashMap::new();
+    let mut outcomes = Vec::with_capacity(run.len());
+    let mut lookup = conn.prepare_cached("SELECT expires_at FROM bins WHERE id = ?1")?;
+    let mut insert = conn.prepare_cached(
+        "INSERT INTO bin_requests (bin_id, received_at, method, path, subpath, query,
+             content_type, body_size, body_truncated, remote_addr, http_version, headers, body)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+    )?;
+    for (i, (capture, _)) in run.iter().enumerate() {
+        let r = &capture.request;
+        let tally = match bins.entry(r.bin_id.as_str()) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => e.insert(BinTally {
+                expires_at: lookup.query_row([&r.bin_id], |row| row.get(0)).optional()?,
+                added: 0,
+                max_per_bin: capture.max_per_bin,
+                last: i,
+            }),
+        };
+        if tally.expires_at.is_none_or(|at| at <= r.received_at) {
+            outcomes.push(CaptureOutcome::BinGone);
+            continue;
+        }
+        insert.execute(params![
+            r.bin_id,
+            r.received_at,
+            r.method,
+            r.path,
+            r.subpath,
+            r.query,
+            capture.content_type,
+            r.body_size as i64,
+            r.body_truncated,
+            r.remote_addr,
+            r.http_version,
+            capture.headers_blob,
+            r.body,
+        ])?;
+        outcomes.push(CaptureOutcome::Stored {
+            id: conn.last_insert_rowid(),
+            evicted: 0,
+        });
+        tally.added += 1;
+        tally.last = i;
+    }
+    for (bin, tally) in bins.iter().filter(|(_, t)| t.added > 0) {
+        let evicted = settle_count(conn, bin, tally.added, tally.max_per_bin)?;
+        if let CaptureOutcome::Stored { evicted: e, .. } = &mut outcomes[tally.last] {
+            *e = evicted;
+        }
+    }
+    Ok(outcomes)
+}
+
+/// Adds `added` to the bin's request count and evicts its oldest requests beyond the cap;
+/// the number evicted.
+fn settle_count(
+    conn: &Connection,
+    bin: &str,
+    added: u64,
+    max_per_bin: u64,
+) -> rusqlite::Result<u64> {
+    let count: i64 = conn
+        .prepare_cached(
+            "UPDATE bins SET request_count = request_count + ?2 WHERE id = ?1 RETURNING request_count",
+        )?
+        .query_row(params![bin, added as i64], |row| row.get(0))?;
+    let count = count as u64;
+    if count <= max_per_bin {
+        return Ok(0);
+    }
+    let evicted = conn
+        .prepare_cached(
+            "DELETE FROM bin_requests WHERE id IN
+               (SELECT id FROM bin_requests WHERE bin_id = ?1 ORDER BY id LIMIT ?2)",
+        )?
+        .execute(params![bin, (count - max_per_bin) as i64])? as u64;
+    conn.prepare_cached("UPDATE bins SET request_count = request_count - ?2 WHERE id = ?1")?
+        .execute(params![bin, evicted as i64])?;
+    Ok(evicted)
+}
+
+fn fail(op: Op, msg: &str) {
     match op {
-        Op::CreateBin(_, r) | Op::ClearRequests { reply: r, .. } => send(r, msg),
-        Op::DeleteBin(_, r) | Op::DeleteRequest { reply: r, .. } => send(r, msg),
-        Op::SetResponse { reply, .. } => send(reply, msg),
-        Op::Capture { reply, .. } => send(reply, msg),
-        Op::Reap { reply, .. } => send(reply, msg),
+        Op::Capture { reply, .. } => send_error(reply, msg),
+        Op::Other(command) => fail_command(command, msg),
+    }
+}
+
+fn send_error<T>(reply: Reply<T>, msg: &str) {
+    let _ = reply.send(Err(StoreError::Commit(msg.to_owned())));
+}
+
+fn fail_command(command: Command, msg: &str) {
+    match command {
+        Command::CreateBin(_, r) | Command::ClearRequests { reply: r, .. } => send_error(r, msg),
+        Command::DeleteBin(_, r) | Command::DeleteRequest { reply: r, .. } => send_error(r, msg),
+        Command::SetResponse { reply, .. } => send_error(reply, msg),
+        Command::Reap { reply, .. } => send_error(reply, msg),
     }
 }
 
 fn apply_in_savepoint(
     tx: &mut rusqlite::Transaction<'_>,
-    op: Op,
+    command: Command,
     notices: &mut Vec<Notice>,
 ) -> Completion {
     // A savepoint per operation: if the operation fails midway, only its own writes roll back
@@ -163,11 +343,11 @@ fn apply_in_savepoint(
         Ok(sp) => sp,
         Err(e) => {
             let msg = e.to_string();
-            return Box::new(move |_| fail(op, &msg));
+            return Box::new(move |_| fail_command(command, &msg));
         }
     };
     let mut local = Vec::new();
-    let (done, ok) = apply(&sp, op, &mut local);
+    let (done, ok) = apply(&sp, command, &mut local);
     if !ok {
         return done;
     }
@@ -183,8 +363,8 @@ fn apply_in_savepoint(
     }
 }
 
-/// Runs one operation; returns its completion and whether it succeeded.
-fn apply(conn: &Connection, op: Op, notices: &mut Vec<Notice>) -> (Completion, bool) {
+/// Runs one command; returns its completion and whether it succeeded.
+fn apply(conn: &Connection, command: Command, notices: &mut Vec<Notice>) -> (Completion, bool) {
     fn finish<T: Send + 'static>(
         reply: Reply<T>,
         result: Result<T, rusqlite::Error>,
@@ -192,35 +372,22 @@ fn apply(conn: &Connection, op: Op, notices: &mut Vec<Notice>) -> (Completion, b
         let ok = result.is_ok();
         (completion(reply, result.map_err(StoreError::from)), ok)
     }
-    match op {
-        Op::CreateBin(bin, reply) => finish(reply, create_bin(conn, &bin)),
-        Op::DeleteBin(id, reply) => {
+    match command {
+        Command::CreateBin(bin, reply) => finish(reply, create_bin(conn, &bin)),
+        Command::DeleteBin(id, reply) => {
             let result = conn.execute("DELETE FROM bins WHERE id = ?1", [&id]);
             notices.push(Notice::BinGone(id));
             finish(reply, result.map(|n| n > 0))
         }
-        Op::SetResponse {
+        Command::SetResponse {
             id,
             response,
             now,
             reply,
         } => finish(reply, set_response(conn, &id, response.as_deref(), now)),
-        Op::Capture {
-            request,
-            max_per_bin,
-            reply,
-        } => {
-            let result = capture(conn, &request, max_per_bin);
-            if let Ok(CaptureOutcome::Stored { id, .. }) = result {
-                let mut summary = RequestSummary::from(request.as_ref());
-                summary.id = id.to_string();
-                notices.push(Notice::Captured(summary));
-            }
-            finish(reply, result)
-        }
-        Op::DeleteRequest { bin, id, reply } => finish(reply, delete_request(conn, &bin, id)),
-        Op::ClearRequests { bin, reply } => finish(reply, clear_requests(conn, &bin)),
-        Op::Reap { now, budget, reply } => {
+        Command::DeleteRequest { bin, id, reply } => finish(reply, delete_request(conn, &bin, id)),
+        Command::ClearRequests { bin, reply } => finish(reply, clear_requests(conn, &bin)),
+        Command::Reap { now, budget, reply } => {
             let result = reap(conn, now, budget);
             if let Ok(progress) = &result {
                 notices.extend(progress.bins_deleted.iter().cloned().map(Notice::BinGone));
@@ -256,58 +423,6 @@ fn set_response(
     )?
     .query_row(params![id, response, now], super::read::bin_from_row)
     .optional()
-}
-
-fn capture(
-    conn: &Connection,
-    r: &StoredRequest,
-    max_per_bin: u64,
-) -> rusqlite::Result<CaptureOutcome> {
-    // Counting first doubles as the bin check: no live bin, no row to update.
-    let count: Option<i64> = conn
-        .prepare_cached(
-            "UPDATE bins SET request_count = request_count + 1
-             WHERE id = ?1 AND expires_at > ?2 RETURNING request_count",
-        )?
-        .query_row(params![r.bin_id, r.received_at], |row| row.get(0))
-        .optional()?;
-    let Some(count) = count else {
-        return Ok(CaptureOutcome::BinGone);
-    };
-    conn.prepare_cached(
-        "INSERT INTO bin_requests (bin_id, received_at, method, path, subpath, query,
-             content_type, body_size, body_truncated, remote_addr, http_version, headers, body)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
-    )?
-    .execute(params![
-        r.bin_id,
-        r.received_at,
-        r.method,
-        r.path,
-        r.subpath,
-        r.query,
-        r.content_type(),
-        r.body_size as i64,
-        r.body_truncated,
-        r.remote_addr,
-        r.http_version,
-        headers::encode(&r.headers),
-        r.body,
-    ])?;
-    let id = conn.last_insert_rowid();
-    let count = count as u64;
-    let mut evicted = 0;
-    if count > max_per_bin {
-        evicted = conn
-            .prepare_cached(
-                "DELETE FROM bin_requests WHERE id IN
-                   (SELECT id FROM bin_requests WHERE bin_id = ?1 ORDER BY id LIMIT ?2)",
-            )?
-            .execute(params![r.bin_id, (count - max_per_bin) as i64])? as u64;
-        conn.prepare_cached("UPDATE bins SET request_count = request_count - ?2 WHERE id = ?1")?
-            .execute(params![r.bin_id, evicted as i64])?;
-    }
-    Ok(CaptureOutcome::Stored { id, evicted })
 }
 
 fn delete_request(conn: &Connection, bin: &str, id: i64) -> rusqlite::Result<bool> {

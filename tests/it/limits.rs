@@ -108,3 +108,51 @@ fn connections_over_the_limit_wait_until_one_closes() {
         3
     );
 }
+
+#[test]
+fn the_per_bin_cap_holds_under_concurrent_captures() {
+    let s = Server::start(&["--max-requests-per-bin", "5"]);
+    let bin = s.create_bin();
+    let other = s.create_bin();
+    // Parallel captures land in shared write batches, where eviction is settled once per bin.
+    let mut acked: Vec<u64> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..16)
+            .map(|t| {
+                let (s, bin, other) = (&s, &bin, &other);
+                scope.spawn(move || {
+                    (0..10)
+                        .map(|i| {
+                            let target = if (t + i) % 4 == 0 { other } else { bin };
+                            (
+                                target == bin,
+                                s.capture(target, b"x").parse::<u64>().unwrap(),
+                            )
+                        })
+                        .filter(|(mine, _)| *mine)
+                        .map(|(_, id)| id)
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect()
+    });
+    acked.sort_unstable();
+    let newest: Vec<String> = acked.iter().rev().take(5).map(u64::to_string).collect();
+    let kept: Vec<String> = s
+        .list_all(&bin, 10)
+        .iter()
+        .map(|r| r["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(kept, newest, "exactly the five newest are kept");
+    assert_eq!(
+        s.get(&format!("/api/bins/{bin}")).json()["request_count"],
+        5
+    );
+    assert_eq!(
+        s.get(&format!("/api/bins/{other}")).json()["request_count"],
+        5
+    );
+}
