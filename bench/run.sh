@@ -1,0 +1,651 @@
+#!/usr/bin/env bash
+# hookbin benchmark harness. Not part of the test command; see bench/README.md.
+#
+# One run starts, on 127.0.0.1 only:
+#   bare            bench/baselines bare-hyper: reads the body, answers 200 (the HTTP ceiling)
+#   sqlite          bench/baselines sqlite-capture: one writer thread, group commit, 200 after the
+#                   commit, no bin check / cap / index (the storage ceiling)
+#   hookbin         hookbin release build, default flags (per-bin cap 1000: every capture also evicts)
+#   hookbin-bigcap  hookbin with --max-requests-per-bin $BENCH_BIG_CAP (no eviction; every row stays)
+# and drives each with wrk (1 KiB JSON POST to one bin), rounds alternating between servers.
+# Then: (a) the bin page of a bin holding 1000 requests, (b) capture latency while the reaper
+# deletes 100 expired bins x 1000 requests.
+set -euo pipefail
+
+BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+MAIN_DIR=$(cd "$BENCH_DIR/.." && pwd)
+BASE_DIR=$BENCH_DIR/baselines
+
+DURATION=${BENCH_DURATION:-10s}          # per round
+ROUNDS=${BENCH_ROUNDS:-3}
+WARMUP=${BENCH_WARMUP:-2s}               # per server before round 1 (counted in 2xx totals); 0 = none
+CONNS=${BENCH_CONNECTIONS:-50}
+THREADS=${BENCH_THREADS:-2}
+SERVERS=${BENCH_SERVERS:-bare sqlite hookbin hookbin-bigcap}
+SECTIONS=${BENCH_SECTIONS:-throughput page reap}
+BIG_CAP=${BENCH_BIG_CAP:-10000000}
+PAGE_REQUESTS=${BENCH_PAGE_REQUESTS:-200}
+REAP_BINS=${BENCH_REAP_BINS:-100}
+REAP_PER_BIN=${BENCH_REAP_PER_BIN:-1000}
+REAP_TTL=${BENCH_REAP_TTL:-auto}         # seconds the reaped bins live; auto = from the measured rate
+REAP_SLICE=${BENCH_REAP_SLICE:-2}        # seconds per wrk slice during the reap window
+REAP_LEAD=${BENCH_REAP_LEAD:-2}          # seconds of load before the bins expire
+REAP_MAX_SLICES=${BENCH_REAP_MAX_SLICES:-20}
+WRK_TIMEOUT=${BENCH_WRK_TIMEOUT:-30s}    # wrk drops latencies above its timeout from the histogram
+SKIP_BUILD=${BENCH_SKIP_BUILD:-0}
+STRICT=${BENCH_STRICT:-0}                # 1: exit 1 when a goal FAILs (a MISMATCH always exits 1)
+KEEP=${BENCH_KEEP:-0}                    # 1: keep the temp dir (logs, databases, wrk output)
+
+if [[ -n ${CARGO_TARGET_DIR:-} ]]; then
+    HOOKBIN=${BENCH_HOOKBIN:-$CARGO_TARGET_DIR/release/hookbin}
+else
+    HOOKBIN=${BENCH_HOOKBIN:-$MAIN_DIR/target/release/hookbin}
+fi
+BASE_TARGET=$BASE_DIR/target
+BARE_BIN=$BASE_TARGET/release/bare-hyper
+SQLITE_BIN=$BASE_TARGET/release/sqlite-capture
+
+# hookbin must run with its defaults except for the flags given here (RUST_LOG included: its
+# default level is what is measured).
+while read -r var; do unset "$var"; done < <(compgen -e | grep '^HOOKBIN_' || true)
+unset RUST_LOG
+export NO_COLOR=1
+
+has() { [[ " $1 " == *" $2 "* ]]; }
+say() { printf '%s\n' "$*"; }
+hr() { say ""; say "== $* =="; }
+die() { say "bench: $*" >&2; exit 1; }
+
+need_hookbin=0
+if has "$SECTIONS" page || has "$SECTIONS" reap; then need_hookbin=1; fi
+if has "$SECTIONS" throughput && { has "$SERVERS" hookbin || has "$SERVERS" hookbin-bigcap; }; then need_hookbin=1; fi
+
+# ---------------------------------------------------------------------------------------------
+# Tools and builds
+
+command -v curl >/dev/null || die "curl not found (Debian package: curl)"
+if ! command -v wrk >/dev/null; then
+    if [[ -f /tmp/apt.log ]] && ! grep -q '^done' /tmp/apt.log; then
+        say "bench: waiting for a running apt install to provide wrk ..."
+        for _ in $(seq 1 120); do command -v wrk >/dev/null && break; sleep 5; done
+    fi
+    command -v wrk >/dev/null ||
+        die "wrk not found. Install the Debian package 'wrk' (apt-get install wrk) and run again."
+fi
+
+if [[ $SKIP_BUILD != 1 ]]; then
+    if [[ $need_hookbin == 1 && -z ${BENCH_HOOKBIN:-} ]]; then
+        say "bench: building hookbin (cargo build --release in $MAIN_DIR) ..."
+        (cd "$MAIN_DIR" && cargo build --release --bin hookbin) || die "hookbin release build failed"
+    fi
+    say "bench: building baselines (cargo build --release in $BASE_DIR) ..."
+    CARGO_TARGET_DIR=$BASE_TARGET cargo build --release --manifest-path "$BASE_DIR/Cargo.toml" ||
+        die "baselines build failed"
+fi
+for b in "$BARE_BIN" "$SQLITE_BIN"; do [[ -x $b ]] || die "missing $b (build bench/baselines)"; done
+if [[ $need_hookbin == 1 ]]; then
+    [[ -x $HOOKBIN ]] || die "missing $HOOKBIN (cargo build --release in $MAIN_DIR, or set BENCH_HOOKBIN)"
+fi
+
+# ---------------------------------------------------------------------------------------------
+# Servers
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/hookbin-bench.XXXXXX")
+declare -A PID=() ADDR=() RSS_KB=() EXIT_CODE=()
+WRK_PID=""
+STATUS=0
+
+stop_server() { # NAME: SIGTERM, wait up to 15 s, then SIGKILL; records the exit status
+    local name=$1 pid=${PID[$1]:-}
+    [[ -n $pid ]] || return 0
+    if kill -0 "$pid" 2>/dev/null; then
+        RSS_KB[$name]=$(awk '/^VmHWM:/ {print $2}' "/proc/$pid/status" 2>/dev/null || true)
+        kill -TERM "$pid" 2>/dev/null || true
+        local i
+        for ((i = 0; i < 150; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+        if kill -0 "$pid" 2>/dev/null; then
+            say "bench: $name did not exit within 15 s of SIGTERM; killing it"
+            kill -KILL "$pid" 2>/dev/null || true
+        fi
+    fi
+    local rc=0
+    wait "$pid" 2>/dev/null || rc=$?
+    EXIT_CODE[$name]=$rc
+    unset "PID[$name]"
+}
+
+cleanup() {
+    local rc=$?
+    trap - EXIT INT TERM
+    if [[ -n ${WRK_PID:-} ]]; then kill -TERM "$WRK_PID" 2>/dev/null || true; wait "$WRK_PID" 2>/dev/null || true; fi
+    local name
+    for name in "${!PID[@]}"; do stop_server "$name"; done
+    if [[ $KEEP == 1 || $rc != 0 ]]; then
+        say "bench: logs, databases and wrk output kept in $WORK"
+    else
+        rm -rf "$WORK"
+    fi
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+start_server() { # NAME CMD... : starts it on 127.0.0.1:0, waits for "listening on http://ADDR"
+    local name=$1; shift
+    local log=$WORK/$name.log
+    : >"$log"
+    "$@" >"$log" 2>&1 &
+    PID[$name]=$!
+    local addr="" i
+    for ((i = 0; i < 300; i++)); do
+        addr=$(sed 's/\x1b\[[0-9;]*m//g' "$log" | grep -oE 'listening on http://[^[:space:]"'"'"',}/]+' |
+            head -n1 | sed 's|^listening on http://||' || true)
+        [[ -n $addr ]] && break
+        if ! kill -0 "${PID[$name]}" 2>/dev/null; then
+            cat "$log" >&2
+            die "$name exited during start-up (log above)"
+        fi
+        sleep 0.1
+    done
+    [[ -n $addr ]] || die "$name logged no 'listening on http://ADDR' within 30 s (see $log)"
+    [[ $addr == 127.* || $addr == "[::1]"* ]] || die "$name listens on $addr, not loopback"
+    ADDR[$name]=$addr
+    say "bench: $name pid ${PID[$name]} on http://$addr"
+}
+
+start_hookbin() { # NAME EXTRA_FLAGS...
+    local name=$1; shift
+    start_server "$name" "$HOOKBIN" serve --listen 127.0.0.1:0 --db "$WORK/$name.db" "$@"
+}
+
+rss_now_kb() { awk '/^VmHWM:/ {print $2}' "/proc/${PID[$1]}/status" 2>/dev/null || say 0; }
+
+# ---------------------------------------------------------------------------------------------
+# hookbin API helpers (flat JSON fields only, so no jq needed)
+
+json_str() { grep -oE "\"$1\" *: *\"[^\"]*\"" <<<"$2" | head -n1 | sed -E 's/.*: *"(.*)"/\1/' || true; }
+json_num() { grep -oE "\"$1\" *: *[0-9]+" <<<"$2" | head -n1 | sed -E 's/.*: *//' || true; }
+
+create_bin() { # ADDR [JSON] -> prints the bin id
+    local addr=$1 body=${2:-} out code
+    if [[ -n $body ]]; then
+        out=$(curl -s -w '\n%{http_code}' -X POST -H 'Content-Type: application/json' -d "$body" "http://$addr/api/bins")
+    else
+        out=$(curl -s -w '\n%{http_code}' -X POST "http://$addr/api/bins")
+    fi
+    code=${out##*$'\n'}
+    out=${out%$'\n'*}
+    [[ $code == 201 ]] || die "POST /api/bins ${body:+$body }answered $code: $out"
+    local id; id=$(json_str id "$out")
+    [[ -n $id ]] || die "POST /api/bins answered no id: $out"
+    say "$id"
+}
+
+bin_count() { # ADDR BIN -> request_count, or "gone" on 404
+    local out code
+    out=$(curl -s -w '\n%{http_code}' "http://$1/api/bins/$2")
+    code=${out##*$'\n'}
+    out=${out%$'\n'*}
+    if [[ $code == 404 ]]; then say gone; return; fi
+    [[ $code == 200 ]] || die "GET /api/bins/$2 answered $code: $out"
+    json_num request_count "$out"
+}
+
+metrics() { curl -s "http://$1/metrics"; }
+
+# Sum of the samples of the first metric name in $2.. that /metrics of $1 has; "" when none.
+# Prints "VALUE NAME".
+metric_sum() {
+    local addr=$1; shift
+    local text name val
+    text=$(metrics "$addr")
+    for name in "$@"; do
+        val=$(awk -v n="$name" '$1 == n || index($1, n "{") == 1 { s += $NF; found = 1 }
+                               END { if (found) printf "%.0f", s }' <<<"$text")
+        if [[ -n $val ]]; then say "$val $name"; return; fi
+    done
+}
+
+# Metric names as in src/metrics.rs. Both counters are bumped after the commit (captured) or
+# after a whole reaping run (reaped), so they are exact at the moments they are read here.
+CAPTURED_METRICS=(hookbin_requests_captured_total)   # every committed capture, evicted or not
+REAPED_BIN_METRICS=(hookbin_bins_reaped_total)       # expired bins deleted by the reaper
+REAPED_REQ_METRICS=(hookbin_requests_reaped_total)   # their requests
+
+# ---------------------------------------------------------------------------------------------
+# wrk
+
+BODY_LUA=$WORK/capture.lua
+cat >"$BODY_LUA" <<'EOF'
+-- Generated by bench/run.sh. POSTs a 1 KiB JSON body; with script arguments, cycles over them as
+-- request paths. Counts requests started and responses by status per thread, and prints one
+-- machine-readable "BENCH ..." line at the end. The same script drives every server.
+local prefix = '{"type":"invoice.paid","id":"evt_1PqRsTuVwXyZ0123","created":1700000000,'
+    .. '"livemode":false,"data":{"object":{"id":"in_1PqRsT","amount_paid":4200,"currency":"eur",'
+    .. '"customer":"cus_Q1w2E3r4T5y6","note":"'
+local suffix = '"}}}'
+local body = prefix .. string.rep("x", 1024 - #prefix - #suffix) .. suffix
+assert(#body == 1024)
+
+wrk.method = "POST"
+wrk.body = body
+wrk.headers["Content-Type"] = "application/json"
+
+local threads = {}
+function setup(thread)
+    table.insert(threads, thread)
+end
+
+sent, ok2xx, non2xx = 0, 0, 0
+local reqs, idx = {}, 0
+
+function init(args)
+    if #args > 0 then
+        for i, p in ipairs(args) do reqs[i] = wrk.format(nil, p) end
+        idx = math.random(#reqs) - 1
+    else
+        reqs[1] = wrk.format()
+    end
+end
+
+function request()
+    sent = sent + 1
+    idx = idx % #reqs + 1
+    return reqs[idx]
+end
+
+function response(status, headers, body)
+    if status >= 200 and status < 300 then ok2xx = ok2xx + 1 else non2xx = non2xx + 1 end
+end
+
+function done(summary, latency, requests)
+    local s, o, n = 0, 0, 0
+    for _, t in ipairs(threads) do
+        s = s + t:get("sent"); o = o + t:get("ok2xx"); n = n + t:get("non2xx")
+    end
+    local e = summary.errors
+    io.write(string.format(
+        "BENCH sent=%d ok2xx=%d non2xx=%d requests=%d duration_us=%d rps=%.1f p50_us=%d p90_us=%d " ..
+        "p99_us=%d p999_us=%d max_us=%d err_connect=%d err_read=%d err_write=%d err_timeout=%d err_status=%d\n",
+        s, o, n, summary.requests, summary.duration, summary.requests / (summary.duration / 1e6),
+        latency:percentile(50), latency:percentile(90), latency:percentile(99), latency:percentile(99.9),
+        latency.max, e.connect, e.read, e.write, e.timeout, e.status))
+end
+EOF
+
+# Totals per server (every wrk run against it): requests started, 2xx, non-2xx.
+declare -A TOT_SENT=() TOT_2XX=() TOT_NON=() TOT_ERR=()
+LAST=""   # the BENCH line of the last run_wrk
+
+field() { sed -nE "s/.* $1=([^ ]*).*/\1/p" <<<"$2"; }
+ms() { awk -v u="$1" 'BEGIN { printf "%.2f", u / 1000 }'; }
+
+run_wrk() { # SERVER LABEL DURATION URL [PATHS...]
+    local server=$1 label=$2 dur=$3 url=$4; shift 4
+    local out=$WORK/wrk-$label.out args=()
+    (($# > 0)) && args=(-- "$@")
+    # In the background so that a signal to this script is handled at once (cleanup stops wrk).
+    wrk -t"$THREADS" -c"$CONNS" -d"$dur" --timeout "$WRK_TIMEOUT" --latency -s "$BODY_LUA" "$url" \
+        "${args[@]}" >"$out" 2>&1 &
+    WRK_PID=$!
+    local rc=0
+    wait "$WRK_PID" || rc=$?
+    WRK_PID=""
+    if ((rc != 0)); then
+        cat "$out" >&2
+        die "wrk failed against $server ($label): exit status $rc"
+    fi
+    LAST=$(grep '^BENCH ' "$out" | tail -n1 || true)
+    [[ -n $LAST ]] || { cat "$out" >&2; die "no BENCH line in wrk output ($label)"; }
+    TOT_SENT[$server]=$((${TOT_SENT[$server]:-0} + $(field sent "$LAST")))
+    TOT_2XX[$server]=$((${TOT_2XX[$server]:-0} + $(field ok2xx "$LAST")))
+    TOT_NON[$server]=$((${TOT_NON[$server]:-0} + $(field non2xx "$LAST")))
+    local errs=$(($(field err_connect "$LAST") + $(field err_read "$LAST") + $(field err_write "$LAST") + $(field err_timeout "$LAST")))
+    TOT_ERR[$server]=$((${TOT_ERR[$server]:-0} + errs))
+}
+
+median() { printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) print "nan";
+    else if (NR % 2) print a[(NR + 1) / 2]; else printf "%.2f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+maxof() { printf '%s\n' "$@" | sort -g | tail -n1; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "nan" }'; }
+lt() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a < b) }'; }
+ge() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a >= b) }'; }
+
+GOALS=()   # "PASS|FAIL|SKIP  text"
+goal() { # VERDICT TEXT
+    GOALS+=("$(printf '%-4s  %s' "$1" "$2")")
+    if [[ $1 == FAIL && $STRICT == 1 ]]; then STATUS=1; fi
+}
+
+# Stored versus 2xx. wrk stops with requests in flight: those may be committed (the server read
+# them whole) without wrk ever counting the answer, so 2xx <= stored <= 2xx + unanswered is the
+# only exact claim; stored < 2xx is data loss.
+CHECKS=()
+check_stored() { # SERVER STORED WHAT
+    local server=$1 stored=$2 what=$3
+    local ok=${TOT_2XX[$server]:-0} sent=${TOT_SENT[$server]:-0} non=${TOT_NON[$server]:-0}
+    local unanswered=$((sent - ok - non))
+    local line
+    if [[ -z $stored ]]; then
+        line="UNKNOWN   $server: could not read $what"
+    elif ((stored == ok)); then
+        line="EQUAL     $server: stored $stored ($what) = 2xx $ok"
+    elif ((stored > ok && stored <= ok + unanswered)); then
+        line="EQUAL     $server: stored $stored ($what) = 2xx $ok + $((stored - ok)) of the $unanswered requests still in flight when wrk stopped (committed, answer never read)"
+    else
+        line="MISMATCH  $server: stored $stored ($what) vs 2xx $ok (sent $sent, non-2xx $non, unanswered $unanswered)"
+        STATUS=1
+    fi
+    CHECKS+=("$line")
+    say "$line"
+    [[ $line != MISMATCH* ]] || say "!!!!!!!! MISMATCH: $server stored count differs from its 2xx count !!!!!!!!"
+}
+
+# ---------------------------------------------------------------------------------------------
+hr "hookbin benchmark $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+say "machine:  $(nproc) cores, $(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo 2>/dev/null || true)," \
+    "$(awk '/^MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo), kernel $(uname -r)"
+say "load:     $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min; other work on the machine skews every figure)"
+say "wrk:      $(wrk -v 2>&1 | head -n1 | cut -d' ' -f1-2), -t$THREADS -c$CONNS -d$DURATION x $ROUNDS rounds" \
+    "(+ $WARMUP warm-up), --timeout $WRK_TIMEOUT, 1 KiB JSON POST, same Lua script for all servers"
+if [[ $need_hookbin == 1 ]]; then
+    say "hookbin:  $HOOKBIN (built $(date -u -r "$HOOKBIN" '+%Y-%m-%d %H:%M UTC'))"
+fi
+say "work dir: $WORK"
+
+RPS_HOOKBIN_MEDIAN=""
+MEDIANS=()
+
+# ---------------------------------------------------------------------------------------------
+if has "$SECTIONS" throughput; then
+    hr "throughput: POST 1 KiB JSON to one bin, $CONNS connections, $DURATION x $ROUNDS rounds, alternating"
+    declare -A URL=()
+    for s in $SERVERS; do
+        case $s in
+            bare) start_server bare "$BARE_BIN" --listen 127.0.0.1:0 ;;
+            sqlite) start_server sqlite "$SQLITE_BIN" --listen 127.0.0.1:0 --db "$WORK/sqlite.db" ;;
+            hookbin) start_hookbin hookbin ;;
+            hookbin-bigcap) start_hookbin hookbin-bigcap --max-requests-per-bin "$BIG_CAP" ;;
+            *) die "unknown server '$s' in BENCH_SERVERS (bare sqlite hookbin hookbin-bigcap)" ;;
+        esac
+        case $s in
+            hookbin*) URL[$s]="http://${ADDR[$s]}/r/$(create_bin "${ADDR[$s]}")" ;;
+            # Same path shape as a hookbin capture URL; the baselines ignore the path.
+            *) URL[$s]="http://${ADDR[$s]}/r/benchbin0123456789ab" ;;
+        esac
+    done
+    grep -h '^sqlite-capture: db=' "$WORK/sqlite.log" 2>/dev/null || true
+
+    if [[ $WARMUP != 0 && $WARMUP != 0s ]]; then
+        for s in $SERVERS; do run_wrk "$s" "$s-warmup" "$WARMUP" "${URL[$s]}"; done
+    fi
+
+    declare -A R_RPS=() R_P50=() R_P99=()
+    say ""
+    printf '%-15s %5s %12s %9s %9s %9s %8s\n' server round "req/s" "p50 ms" "p99 ms" "max ms" non2xx
+    for ((r = 1; r <= ROUNDS; r++)); do
+        for s in $SERVERS; do
+            run_wrk "$s" "$s-r$r" "$DURATION" "${URL[$s]}"
+            R_RPS[$s]+="$(field rps "$LAST") "
+            R_P50[$s]+="$(ms "$(field p50_us "$LAST")") "
+            R_P99[$s]+="$(ms "$(field p99_us "$LAST")") "
+            printf '%-15s %5s %12s %9s %9s %9s %8s\n' "$s" "$r" "$(field rps "$LAST")" \
+                "$(ms "$(field p50_us "$LAST")")" "$(ms "$(field p99_us "$LAST")")" \
+                "$(ms "$(field max_us "$LAST")")" "$(field non2xx "$LAST")"
+        done
+    done
+
+    say ""
+    say "medians over $ROUNDS rounds:"
+    MEDIANS=("$(printf '%-15s %12s %9s %9s %12s %11s %10s' server "req/s" "p50 ms" "p99 ms" "worst p99" "peak RSS" "errors")")
+    say "${MEDIANS[0]}"
+    declare -A M_RPS=() M_P99=() W_P99=()
+    for s in $SERVERS; do
+        # shellcheck disable=SC2086
+        M_RPS[$s]=$(median ${R_RPS[$s]})
+        # shellcheck disable=SC2086
+        M_P99[$s]=$(median ${R_P99[$s]})
+        # shellcheck disable=SC2086
+        W_P99[$s]=$(maxof ${R_P99[$s]})
+        RSS_KB[$s]=$(rss_now_kb "$s")
+        # shellcheck disable=SC2086
+        line=$(printf '%-15s %12s %9s %9s %12s %7s MiB %10s' "$s" "${M_RPS[$s]}" "$(median ${R_P50[$s]})" \
+            "${M_P99[$s]}" "${W_P99[$s]}" "$(awk -v k="${RSS_KB[$s]}" 'BEGIN { printf "%.1f", k / 1024 }')" \
+            "${TOT_ERR[$s]:-0}")
+        say "$line"
+        MEDIANS+=("$line")
+    done
+
+    say ""
+    for h in hookbin hookbin-bigcap; do
+        has "$SERVERS" "$h" || continue
+        for c in bare sqlite; do
+            has "$SERVERS" "$c" || continue
+            line="$h / $c (median req/s): $(ratio "${M_RPS[$h]}" "${M_RPS[$c]}")"
+            say "$line"
+            MEDIANS+=("$line")
+        done
+    done
+    if has "$SERVERS" hookbin; then RPS_HOOKBIN_MEDIAN=${M_RPS[hookbin]}; fi
+
+    say ""
+    say "stored versus 2xx (all wrk runs against the server, warm-up included):"
+    if has "$SERVERS" sqlite; then
+        check_stored sqlite "$(curl -s "http://${ADDR[sqlite]}/count")" "rows, GET /count"
+    fi
+    if has "$SERVERS" hookbin-bigcap; then
+        bin=${URL[hookbin-bigcap]##*/}
+        check_stored hookbin-bigcap "$(bin_count "${ADDR[hookbin-bigcap]}" "$bin")" "request_count of the bin"
+    fi
+    if has "$SERVERS" hookbin; then
+        # The default cap keeps only the newest 1000 rows, so the stored count is the capture counter.
+        read -r captured cname <<<"$(metric_sum "${ADDR[hookbin]}" "${CAPTURED_METRICS[@]}")" || true
+        check_stored hookbin "${captured:-}" "${cname:-no captured-requests counter in /metrics}"
+        bin=${URL[hookbin]##*/}
+        say "          hookbin: request_count of the capped bin = $(bin_count "${ADDR[hookbin]}" "$bin") (cap 1000)"
+    fi
+
+    # Goals.
+    for h in hookbin hookbin-bigcap; do
+        has "$SERVERS" "$h" || continue
+        note=""; [[ $h == hookbin-bigcap ]] && note=" (cap $BIG_CAP, no eviction)"
+        if has "$SERVERS" sqlite; then
+            rr=$(ratio "${M_RPS[$h]}" "${M_RPS[sqlite]}")
+            if ge "$rr" 0.9; then v=PASS; else v=FAIL; fi
+            goal $v "$h$note throughput >= 0.9x sqlite-capture: ${rr}x"
+        fi
+        if lt "${M_P99[$h]}" 10; then v=PASS; else v=FAIL; fi
+        goal $v "$h$note p99 < 10 ms: median ${M_P99[$h]} ms (worst round ${W_P99[$h]} ms)"
+        mib=$(awk -v k="${RSS_KB[$h]}" 'BEGIN { printf "%.1f", k / 1024 }')
+        if lt "$mib" 64; then v=PASS; else v=FAIL; fi
+        goal $v "$h$note peak RSS < 64 MiB: $mib MiB (VmHWM)"
+    done
+
+    for s in $SERVERS; do stop_server "$s"; done
+    for s in hookbin hookbin-bigcap; do
+        if has "$SERVERS" "$s" && [[ ${EXIT_CODE[$s]:-0} != 0 ]]; then
+            say "note: $s exited with status ${EXIT_CODE[$s]} on SIGTERM (expected 0)"
+        fi
+    done
+fi
+
+# ---------------------------------------------------------------------------------------------
+if has "$SECTIONS" page; then
+    hr "bin page: GET /bins/{bin} of a bin holding 1000 requests, $PAGE_REQUESTS sequential requests"
+    start_hookbin hookbin-page
+    addr=${ADDR[hookbin-page]}
+    bin=$(create_bin "$addr")
+    # Fill it with 1000 captures over one keep-alive connection (the default cap is 1000).
+    cfg=$WORK/fill.curl
+    : >"$cfg"
+    for _ in $(seq 1 1000); do
+        printf 'url = "http://%s/r/%s"\noutput = "/dev/null"\n' "$addr" "$bin" >>"$cfg"
+    done
+    printf '{"type":"page.fill","n":1,"data":{"note":"%s"}}' "$(head -c 960 /dev/zero | tr '\0' x)" >"$WORK/fill.json"
+    curl -s -K "$cfg" -X POST -H 'Content-Type: application/json' --data-binary "@$WORK/fill.json" \
+        -w '%{http_code}\n' | sort | uniq -c | sed 's/^/fill answers: /'
+    say "request_count: $(bin_count "$addr" "$bin")"
+    code=$(curl -s -o "$WORK/page.html" -w '%{http_code}' "http://$addr/bins/$bin")
+    if [[ $code == 404 ]]; then
+        say "bin page not implemented yet (GET /bins/{bin} answered 404)"
+        goal SKIP "bin page with 1000 requests < 10 ms: page answered 404 (not implemented yet)"
+    elif [[ $code != 200 ]]; then
+        say "GET /bins/{bin} answered $code; not timed"
+        goal FAIL "bin page with 1000 requests < 10 ms: page answered $code"
+    else
+        say "page: $(wc -c <"$WORK/page.html") bytes"
+        cfg=$WORK/page.curl
+        : >"$cfg"
+        for _ in $(seq 1 "$PAGE_REQUESTS"); do
+            printf 'url = "http://%s/bins/%s"\noutput = "/dev/null"\n' "$addr" "$bin" >>"$cfg"
+        done
+        # One curl process, one keep-alive connection: times are server work + loopback.
+        curl -s -K "$cfg" -w '%{http_code} %{time_starttransfer} %{time_total}\n' >"$WORK/page.times"
+        non200=$(awk '$1 != 200' "$WORK/page.times" | wc -l)
+        pct() { awk -v c="$1" '{ print $c * 1000 }' "$WORK/page.times" | sort -g |
+            awk -v p="$2" '{ v[NR] = $1 } END { i = int(NR * p / 100 + 0.999999); if (i < 1) i = 1;
+                printf "%.2f", v[i] }'; }
+        p50=$(pct 3 50); p99=$(pct 3 99)
+        say "time to first byte: p50 $(pct 2 50) ms, p99 $(pct 2 99) ms"
+        say "whole page:         p50 $p50 ms, p99 $p99 ms, max $(pct 3 100) ms  ($non200 non-200)"
+        if lt "$p99" 10 && ((non200 == 0)); then v=PASS; else v=FAIL; fi
+        goal $v "bin page with 1000 requests < 10 ms: p99 $p99 ms (whole page, $PAGE_REQUESTS requests)"
+    fi
+    stop_server hookbin-page
+fi
+
+# ---------------------------------------------------------------------------------------------
+if has "$SECTIONS" reap; then
+    total=$((REAP_BINS * REAP_PER_BIN))
+    hr "reaper under load: $REAP_BINS expired bins x $REAP_PER_BIN requests deleted while capturing"
+    # --max-bins-per-minute 0: the test creates $((REAP_BINS + 1)) bins from one address at once.
+    start_hookbin hookbin-reap --reap-interval 1s --bin-ttl 1h --max-requests-per-bin "$REAP_PER_BIN" \
+        --max-bins-per-minute 0
+    addr=${ADDR[hookbin-reap]}
+    if [[ $REAP_TTL == auto ]]; then
+        # Long enough to fill every bin at the measured rate (x2, +20 s); 120 s without a measurement.
+        if [[ -n $RPS_HOOKBIN_MEDIAN ]]; then
+            REAP_TTL=$(awk -v n="$total" -v r="$RPS_HOOKBIN_MEDIAN" 'BEGIN { printf "%d", n / r * 2 + 20 }')
+        else
+            REAP_TTL=120
+            say "(no throughput measured in this run: the reaped bins live ${REAP_TTL} s; BENCH_REAP_TTL overrides)"
+        fi
+    fi
+    say "old bins: ttl_seconds=$REAP_TTL (per bin); load bin: the server's --bin-ttl 1h; --reap-interval 1s"
+    ids=()
+    for _ in $(seq 1 "$REAP_BINS"); do ids+=("$(create_bin "$addr" "{\"ttl_seconds\": $REAP_TTL}")"); done
+    # The bins were created one after another: the window starts before the first one expires,
+    # and t counts from that instant.
+    first=$(curl -s "http://$addr/api/bins/${ids[0]}")
+    last=$(curl -s "http://$addr/api/bins/${ids[-1]}")
+    expires=$(json_str expires_at "$first")
+    expires_last=$(json_str expires_at "$last")
+    [[ -n $expires && -n $expires_last ]] || die "no expires_at in $first / $last"
+    expiry=$(date -d "$expires" +%s.%N)
+    say "the old bins expire from $expires to $expires_last"
+    paths=()
+    for id in "${ids[@]}"; do paths+=("/r/$id"); done
+
+    # Fill round-robin until every bin holds REAP_PER_BIN requests (overshoot is evicted). Each
+    # pass lasts what the remaining rows need at the rate seen so far, +20 %, 1..10 s.
+    fill_start=$(date +%s.%N)
+    rate=${RPS_HOOKBIN_MEDIAN:-5000}
+    stored=0
+    for ((i = 1; ; i++)); do
+        pass=$(awk -v n="$((total - stored))" -v r="$rate" 'BEGIN { d = int(n * 1.2 / r) + 1;
+            if (d > 10) d = 10; printf "%d", d }')
+        run_wrk hookbin-reap "reap-fill-$i" "${pass}s" "http://$addr/" "${paths[@]}"
+        rate=$(field rps "$LAST")
+        short=0; stored=0
+        for id in "${ids[@]}"; do
+            c=$(bin_count "$addr" "$id")
+            [[ $c == gone ]] && die "bin $id expired during the fill: raise BENCH_REAP_TTL (now $REAP_TTL)"
+            stored=$((stored + c))
+            ((c >= REAP_PER_BIN)) || short=$((short + 1))
+        done
+        say "fill pass $i: $(field rps "$LAST") req/s, $stored requests stored, $short bins not full yet"
+        ((short == 0)) && break
+        lt "$(date +%s.%N)" "$(awk -v e="$expiry" 'BEGIN { printf "%.3f", e - 8 }')" ||
+            die "fill not done 8 s before expiry: raise BENCH_REAP_TTL (now $REAP_TTL)"
+    done
+    say "filled $stored requests in $(awk -v a="$fill_start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s"
+
+    load=$(create_bin "$addr")
+    read -r reaped0 rname <<<"$(metric_sum "$addr" "${REAPED_BIN_METRICS[@]}")" || true
+    read -r rreq0 rreqname <<<"$(metric_sum "$addr" "${REAPED_REQ_METRICS[@]}")" || true
+    wait_s=$(awk -v e="$expiry" -v l="$REAP_LEAD" -v n="$(date +%s.%N)" 'BEGIN { w = e - l - n; printf "%.2f", (w > 0 ? w : 0) }')
+    say "waiting ${wait_s} s until $REAP_LEAD s before the first old bin expires"
+    sleep "$wait_s"
+
+    say ""
+    say "capture load on a fresh bin in ${REAP_SLICE} s slices (t = seconds since the first old bin expired;"
+    say "the reaped counters move once per reaping run, when the run has finished):"
+    printf '%8s %10s %9s %9s %9s %9s  %s\n' t "req/s" "p50 ms" "p99 ms" "p99.9 ms" "max ms" "reap progress"
+    slice_p99=(); slice_max=(); done_after=-1
+    for ((i = 1; i <= REAP_MAX_SLICES; i++)); do
+        t=$(awk -v e="$expiry" -v n="$(date +%s.%N)" 'BEGIN { printf "%+.1f", n - e }')
+        run_wrk hookbin-reap "reap-load-$i" "${REAP_SLICE}s" "http://$addr/r/$load"
+        slice_p99+=("$(ms "$(field p99_us "$LAST")")")
+        slice_max+=("$(ms "$(field max_us "$LAST")")")
+        progress=""
+        if [[ -n ${rname:-} ]]; then
+            read -r reaped _ <<<"$(metric_sum "$addr" "$rname")" || true
+            progress="$((reaped - reaped0))/$REAP_BINS bins reaped"
+            if [[ -n ${rreqname:-} ]]; then
+                read -r rreq _ <<<"$(metric_sum "$addr" "$rreqname")" || true
+                progress+=", $((rreq - rreq0)) requests"
+            fi
+            if ((reaped - reaped0 >= REAP_BINS)) && ((done_after < 0)); then done_after=$i; fi
+        fi
+        printf '%8s %10s %9s %9s %9s %9s  %s\n' "$t" "$(field rps "$LAST")" "$(ms "$(field p50_us "$LAST")")" \
+            "${slice_p99[-1]}" "$(ms "$(field p999_us "$LAST")")" "${slice_max[-1]}" "$progress"
+        # Stop one slice after the reap completed (and not before the expiry instant has passed).
+        if ((done_after > 0 && i > done_after)); then break; fi
+        if [[ -z ${rname:-} ]] && ((i * REAP_SLICE >= REAP_LEAD + 20)); then break; fi
+    done
+
+    gone=0
+    for id in "${ids[@]}"; do [[ $(bin_count "$addr" "$id") == gone ]] && gone=$((gone + 1)); done
+    say "old bins answering 404 on GET /api/bins/{id}: $gone/$REAP_BINS"
+    if [[ -n ${rname:-} ]]; then
+        read -r reaped _ <<<"$(metric_sum "$addr" "$rname")" || true
+        say "$rname: +$((reaped - reaped0)) during the test"
+        [[ -z ${rreqname:-} ]] || say "$rreqname: +$(($(metric_sum "$addr" "$rreqname" | cut -d' ' -f1) - rreq0)) during the test"
+        ((done_after > 0)) || say "WARNING: the reap had not finished when the load window closed"
+    else
+        say "note: no reaped-bins counter in /metrics (tried ${REAPED_BIN_METRICS[*]}); reaping checked in the DB below"
+    fi
+    say "load bin request_count: $(bin_count "$addr" "$load")"
+    read -r captured cname <<<"$(metric_sum "$addr" "${CAPTURED_METRICS[@]}")" || true
+    check_stored hookbin-reap "${captured:-}" "${cname:-no captured-requests counter in /metrics}"
+    worst=$(maxof "${slice_p99[@]}")
+    RSS_KB[hookbin-reap]=$(rss_now_kb hookbin-reap)
+    stop_server hookbin-reap
+    if command -v sqlite3 >/dev/null; then
+        say "rows left in the database after the reap (server stopped):"
+        for t in $(sqlite3 "$WORK/hookbin-reap.db" "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"); do
+            say "  $t: $(sqlite3 "$WORK/hookbin-reap.db" "SELECT count(*) FROM \"$t\"")"
+        done
+    fi
+    say "peak RSS during fill + reap: $(awk -v k="${RSS_KB[hookbin-reap]}" 'BEGIN { printf "%.1f", k / 1024 }') MiB"
+    if ((gone == REAP_BINS)) && lt "$worst" 50; then v=PASS; else v=FAIL; fi
+    [[ -n ${rname:-} ]] && ((done_after < 0)) && v=FAIL
+    goal $v "capture p99 < 50 ms while reaping $total requests: worst ${REAP_SLICE} s slice p99 $worst ms (max latency $(maxof "${slice_max[@]}") ms)"
+fi
+
+# ---------------------------------------------------------------------------------------------
+hr "summary"
+if ((${#MEDIANS[@]} > 0)); then
+    say "throughput ($DURATION x $ROUNDS rounds, -c$CONNS, medians):"
+    for m in "${MEDIANS[@]}"; do say "  $m"; done
+fi
+if ((${#CHECKS[@]} > 0)); then
+    say "stored vs 2xx:"
+    for c in "${CHECKS[@]}"; do say "  $c"; done
+fi
+if ((${#GOALS[@]} > 0)); then
+    say "goals:"
+    for g in "${GOALS[@]}"; do say "  $g"; done
+fi
+exit "$STATUS"
