@@ -72,7 +72,8 @@ impl Server {
         }
         let deadline = Instant::now() + PATIENCE;
         loop {
-            if let Some(addr) = listening_addr(&log.lock().unwrap()) {
+            let addr = listening_addr(&log.lock().unwrap());
+            if let Some(addr) = addr {
                 return Ok(Server {
                     addr,
                     db: db.to_owned(),
