@@ -1,0 +1,228 @@
+//! One captured request: the detail shown beside the list and on its own page.
+
+use std::sync::Arc;
+
+use askama::Template;
+use hyper::body::Incoming;
+use hyper::{Request, StatusCode};
+
+use super::body::{BodyView, Panel};
+use super::format::{absolute_time, exact_bytes, human_size, method_class};
+use super::integrations::{self, VERIFY_AVAILABLE, VERIFY_SCHEMES, Verification};
+use super::{PageError, PageResult, field, query_param, read_form, render, see_other};
+use crate::clock::{now_ms, rfc3339_ms};
+use crate::http::api::{find_request, live_bin};
+use crate::http::client::public_base;
+use crate::http::views::query_params;
+use crate::ids;
+use crate::model::StoredRequest;
+use crate::state::AppState;
+
+/// Header values longer than this are folded behind a "show all" toggle.
+const LONG_HEADER: usize = 300;
+/// How much of a folded value is shown before the toggle.
+const HEADER_PREVIEW: usize = 160;
+
+pub struct HeaderRow {
+    pub name: String,
+    pub value: String,
+    /// The start of a long value (empty when the value is short enough to show whole).
+    pub preview: String,
+    /// The value had bytes that are not UTF-8 (shown as U+FFFD).
+    pub lossy: bool,
+}
+
+/// Everything the detail template shows about one request.
+pub struct Detail {
+    pub bin: String,
+    pub id: String,
+    pub method: String,
+    pub method_class: &'static str,
+    /// Public base + path as received + `?query`.
+    pub url: String,
+    pub received_iso: String,
+    pub received_abs: String,
+    pub remote_addr: String,
+    pub http_version: String,
+    pub size: String,
+    pub size_exact: String,
+    pub truncated: bool,
+    pub stored_size: String,
+    pub content_type: Option<String>,
+    pub query: Vec<(String, String)>,
+    pub headers: Vec<HeaderRow>,
+    pub body: BodyView,
+    pub curl: Option<String>,
+    pub curl_target: String,
+    /// Where the curl target form sends its GET (the page showing this detail).
+    pub curl_form_action: String,
+    /// Hidden fields that form must carry to come back to this detail.
+    pub curl_form_req: Option<String>,
+    pub verify_available: bool,
+    pub verification: Option<Result<Verification, String>>,
+    /// The schemes offered, and whether each is the one chosen.
+    pub schemes: Vec<(&'static str, bool)>,
+    /// On its own page (no "open on its own page" link).
+    pub standalone: bool,
+}
+
+impl Detail {
+    /// `base` is the public base URL; `target` the curl target asked for, if any.
+    pub fn new(r: &StoredRequest, base: &str, target: Option<&str>, standalone: bool) -> Self {
+        let url = if r.query.is_empty() {
+            format!("{base}{}", r.path)
+        } else {
+            format!("{base}{}?{}", r.path, r.query)
+        };
+        let content_type = r.content_type();
+        let target = target.map(str::trim).filter(|t| !t.is_empty());
+        let headers = r
+            .headers
+            .iter()
+            .map(|h| {
+                let value = h.value_lossy().into_owned();
+                let lossy = std::str::from_utf8(&h.value).is_err();
+                let preview = if value.chars().count() > LONG_HEADER {
+                    value.chars().take(HEADER_PREVIEW).collect()
+                } else {
+                    String::new()
+                };
+                HeaderRow {
+                    name: h.name.clone(),
+                    value,
+                    preview,
+                    lossy,
+                }
+            })
+            .collect();
+        Detail {
+            bin: r.bin_id.clone(),
+            id: r.id.clone(),
+            method: r.method.clone(),
+            method_class: method_class(&r.method),
+            url,
+            received_iso: rfc3339_ms(r.received_at),
+            received_abs: absolute_time(r.received_at),
+            remote_addr: r.remote_addr.clone(),
+            http_version: r.http_version.clone(),
+            size: human_size(r.body_size),
+            size_exact: exact_bytes(r.body_size),
+            truncated: r.body_truncated,
+            stored_size: exact_bytes(r.body.len() as u64),
+            body: super::body::view(&r.body, content_type.as_deref()),
+            content_type,
+            query: query_params(&r.query),
+            headers,
+            curl: integrations::curl_for(r, base, target),
+            curl_target: target.unwrap_or_default().to_owned(),
+            curl_form_action: if standalone {
+                format!("/bins/{}/requests/{}", r.bin_id, r.id)
+            } else {
+                format!("/bins/{}", r.bin_id)
+            },
+            curl_form_req: (!standalone).then(|| r.id.clone()),
+            verify_available: VERIFY_AVAILABLE,
+            verification: None,
+            schemes: VERIFY_SCHEMES.iter().map(|s| (*s, false)).collect(),
+            standalone,
+        }
+    }
+}
+
+/// The pieces of [`Panel`] the template matches on, so it needs no enum paths.
+impl Panel {
+    pub fn json(&self) -> Option<&[super::body::Token]> {
+        match self {
+            Panel::Json(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    pub fn form(&self) -> Option<&[(String, String)]> {
+        match self {
+            Panel::Form(f) => Some(f),
+            _ => None,
+        }
+    }
+
+    /// Plain text or a hex dump: both shown preformatted.
+    pub fn text(&self) -> Option<&str> {
+        match self {
+            Panel::Text(t) | Panel::Hex(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    pub fn is_hex(&self) -> bool {
+        matches!(self, Panel::Hex(_))
+    }
+}
+
+#[derive(Template)]
+#[template(path = "request.html")]
+struct RequestPage {
+    capture_url: String,
+    detail: Detail,
+}
+
+pub async fn page(state: &AppState, req: &Request<Incoming>, bin: &str, id: &str) -> PageResult {
+    let stored = find_request(state, bin, id).await?;
+    let base = public_base(&state.config, req.headers());
+    let target = query_param(req, "target");
+    let detail = Detail::new(&stored, &base, target.as_deref(), true);
+    render(
+        StatusCode::OK,
+        &RequestPage {
+            capture_url: format!("{base}/r/{bin}"),
+            detail,
+        },
+    )
+}
+
+pub async fn delete(
+    state: &Arc<AppState>,
+    req: Request<Incoming>,
+    bin: &str,
+    id: &str,
+) -> PageResult {
+    read_form(state, req).await?;
+    live_bin(state, bin, now_ms())?;
+    let id = ids::parse_request_id(id)
+        .ok_or_else(|| PageError::not_found("This bin has no such request."))?;
+    // Already gone (deleted in another tab, or evicted) is fine: the list is what the user wants.
+    state.store.delete_request(bin, id).await?;
+    Ok(see_other(&format!("/bins/{bin}")))
+}
+
+/// `POST .../verify` with `secret` and `scheme`: the request page with the answer. The secret
+/// is used for this one check and neither stored, logged, nor put back into the page.
+pub async fn verify(
+    state: &Arc<AppState>,
+    req: Request<Incoming>,
+    bin: &str,
+    id: &str,
+) -> PageResult {
+    if !VERIFY_AVAILABLE {
+        return Err(PageError::not_found(
+            "Signature verification is not available on this server yet.",
+        ));
+    }
+    let base = public_base(&state.config, req.headers());
+    let form = read_form(state, req).await?;
+    let stored = find_request(state, bin, id).await?;
+    let scheme = field(&form, "scheme");
+    let scheme = (!scheme.is_empty()).then_some(scheme);
+    let mut detail = Detail::new(&stored, &base, None, true);
+    detail.verification =
+        integrations::verify_for(&stored, field(&form, "secret"), scheme, &detail.url);
+    for (name, chosen) in &mut detail.schemes {
+        *chosen = Some(*name) == scheme;
+    }
+    render(
+        StatusCode::OK,
+        &RequestPage {
+            capture_url: format!("{base}/r/{bin}"),
+            detail,
+        },
+    )
+}
