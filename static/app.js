@@ -218,8 +218,14 @@
   liveBadge.textContent = 'connecting';
   HEAD.appendChild(liveBadge);
   let pointerInList = false;
+  // Rows that arrived while the pointer rested on the list: inserting them would move the row
+  // under it, so they wait behind a "new requests" button until the pointer leaves.
+  const held = [];
   pane.addEventListener('pointerenter', () => { pointerInList = true; });
-  pane.addEventListener('pointerleave', () => { pointerInList = false; });
+  pane.addEventListener('pointerleave', () => {
+    pointerInList = false;
+    releaseHeld();
+  });
 
   const METHOD_CLASS = {
     GET: 'm-get', POST: 'm-post', PUT: 'm-put', PATCH: 'm-patch', DELETE: 'm-delete',
@@ -263,35 +269,55 @@
   }
 
   let jump = null;
-  function offerJump() {
+  function offerJump(text) {
     if (!jump) {
+      // In a zero-height sticky box, so showing it moves no row.
+      const wrap = document.createElement('div');
+      wrap.className = 'jump-wrap';
       jump = document.createElement('button');
       jump.type = 'button';
+      jump.id = 'jump-new';
       jump.className = 'jump-new';
       jump.addEventListener('click', () => {
+        releaseHeld();
         scroller().scrollTo({ top: 0, behavior: 'smooth' });
         jump.hidden = true;
       });
-      list.before(jump);
+      wrap.appendChild(jump);
+      list.before(wrap);
     }
     jump.hidden = false;
-    jump.textContent = '↑ New requests';
+    jump.textContent = text;
   }
 
-  // Inserts at the top. When the user is reading the list (pointer over it, or scrolled down),
-  // the rows they see stay exactly where they are.
+  function releaseHeld() {
+    while (held.length) insertRow(held.shift());
+    if (jump && scroller().scrollTop === 0) jump.hidden = true;
+  }
+
+  // Inserts at the top. When the user has scrolled down the list, the rows they see stay
+  // exactly where they are (the scroll position follows them).
   function insertRow(li) {
     const first = list.firstElementChild;
     const box = scroller();
-    const keepPlace = first && (pointerInList || box.scrollTop > 0);
     const before = first ? first.getBoundingClientRect().top : 0;
     list.prepend(li);
-    if (keepPlace) {
+    if (first && box.scrollTop > 0) {
       const moved = first.getBoundingClientRect().top - before;
       if (moved) {
         box.scrollTop += moved;
-        offerJump();
+        offerJump('↑ New requests');
       }
+    }
+  }
+
+  // A new arrival: shown at once, or held while the pointer is on the list.
+  function arrive(li) {
+    if (list.firstElementChild && pointerInList) {
+      held.push(li);
+      offerJump(`↑ ${held.length} new request${held.length === 1 ? '' : 's'}`);
+    } else {
+      insertRow(li);
     }
   }
 
@@ -316,6 +342,7 @@
   }
 
   const live = list.dataset.live === 'true';
+  const seen = new Set($$('li.row', list).map((li) => li.dataset.id));
   let newer = 0;
   if (window.EventSource) {
     const events = new EventSource(list.dataset.stream);
@@ -337,9 +364,10 @@
         box.querySelector('a').textContent = `${newer} new request${newer === 1 ? '' : 's'}: show the newest`;
         return;
       }
-      if (list.querySelector(`li[data-id="${CSS.escape(String(s.id))}"]`)) return;
+      if (seen.has(String(s.id))) return;
+      seen.add(String(s.id));
       const li = buildRow(s);
-      insertRow(li);
+      arrive(li);
       bumpCount();
       showFirstArrival();
       announce(`New ${s.method} request`);

@@ -186,6 +186,8 @@ impl Browser {
         for domain in ["Page.enable", "Runtime.enable", "Log.enable"] {
             page.call(domain, json!({}));
         }
+        // A tab in the background gets no frames, so CSS animations would never finish.
+        page.call("Page.bringToFront", json!({}));
         page.viewport(width, height);
         page
     }
@@ -361,6 +363,30 @@ impl Page<'_> {
             }
             self.call("Input.dispatchKeyEvent", params);
         }
+    }
+
+    /// Moves the mouse pointer to viewport coordinates (fires pointerenter/leave as a user would).
+    pub fn mouse_move(&self, x: f64, y: f64) {
+        self.call(
+            "Input.dispatchMouseEvent",
+            json!({"type": "mouseMoved", "x": x, "y": y}),
+        );
+    }
+
+    /// The viewport rectangle of the first match: `{x, y, width, height}`.
+    pub fn rect(&self, selector: &str) -> Value {
+        let sel = serde_json::to_string(selector).unwrap();
+        self.eval(&format!(
+            "(() => {{ const r = document.querySelector({sel}).getBoundingClientRect(); return {{x: r.x, y: r.y, width: r.width, height: r.height}}; }})()"
+        ))
+    }
+
+    /// Waits (at most 2 s) for running CSS animations to finish, so geometry and screenshots
+    /// show the settled page.
+    pub fn settle(&self) {
+        self.eval(
+            "Promise.race([Promise.all(document.getAnimations().filter(a => a.playState === 'running' && a.effect && a.effect.getTiming().iterations !== Infinity).map(a => a.finished)), new Promise(r => setTimeout(r, 2000))]).then(() => true)",
+        );
     }
 
     /// `innerText` of the first match, or `None`.

@@ -22,11 +22,6 @@ fn send(server: &Server, head: &str, body: &[u8]) -> String {
     res.header("x-request-id").expect("x-request-id").to_owned()
 }
 
-/// Lets the arrival animation of new rows finish before a screenshot.
-fn settle() {
-    std::thread::sleep(std::time::Duration::from_millis(700));
-}
-
 fn row_selector(id: &str) -> String {
     format!("document.querySelector('#requests li[data-id=\"{id}\"]')")
 }
@@ -203,8 +198,50 @@ fn ui_create_bin_watch_requests_arrive_live_and_inspect_them() {
         json!("true")
     );
     assert_same_document(&page);
+
+    // With the pointer resting on a row, a new arrival does not move that row: it waits behind
+    // a "new requests" button until the pointer leaves the list.
+    let row1 = format!("#requests li[data-id=\"{id1}\"]");
+    page.settle();
+    let before = page.rect(&row1);
+    let (x, y) = (
+        before["x"].as_f64().unwrap() + 40.0,
+        before["y"].as_f64().unwrap() + 10.0,
+    );
+    page.mouse_move(x, y);
+    let id3 = send(
+        &server,
+        &format!(
+            "DELETE /r/{bin}/items/7 HTTP/1.1\nHost: {}\nConnection: close\n",
+            server.addr
+        ),
+        b"",
+    );
+    page.wait_for(
+        "document.querySelector('#jump-new') && !document.querySelector('#jump-new').hidden",
+        "the new-requests button",
+    );
+    assert_eq!(page.text("#jump-new").unwrap(), "↑ 1 new request");
+    let after = page.rect(&row1);
+    assert!(
+        (after["y"].as_f64().unwrap() - before["y"].as_f64().unwrap()).abs() < 0.5,
+        "the row under the pointer moved: {before} -> {after} {}",
+        page.eval("JSON.stringify({anims: document.getAnimations().map(a => [a.effect.target.className, a.currentTime, a.playState]), wrap: document.querySelector('.jump-wrap').getBoundingClientRect(), scroll: window.scrollY, pane: document.querySelector('.list-pane').scrollTop, list: document.querySelector('#requests').getBoundingClientRect()})")
+    );
+    page.screenshot("bin-desktop-held");
+    assert_eq!(page.text("#count").unwrap(), "3");
+    page.mouse_move(900.0, 400.0);
+    page.wait_for(
+        &format!("document.querySelector('#requests li').dataset.id === '{id3}'"),
+        "the held request to be shown once the pointer left the list",
+    );
+    assert_eq!(
+        page.eval("document.querySelector('#jump-new').hidden"),
+        json!(true)
+    );
+    assert_same_document(&page);
     assert_no_problems(&page);
-    settle();
+    page.settle();
     page.screenshot("bin-desktop");
     page.color_scheme("dark");
     page.screenshot("bin-desktop-dark");
