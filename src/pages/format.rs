@@ -66,15 +66,22 @@ pub fn row_time(ms: i64, now: i64) -> String {
 
 /// `in 6 days`, `in 3 hours`, `in 12 minutes`, `in 40 seconds`, `now`.
 pub fn time_until(ms: i64, now: i64) -> String {
-    let secs = (ms - now).max(0) / 1000;
+    if ms - now < 1000 {
+        return "now".to_owned();
+    }
+    format!("in {}", duration_words(ms - now))
+}
+
+/// `7 days`, `3 hours`, `12 minutes`, `40 seconds` (rounded to the nearest unit).
+pub fn duration_words(ms: i64) -> String {
+    let secs = ms.max(0) / 1000;
     let (n, unit) = match secs {
-        0 => return "now".to_owned(),
         s if s < 90 => (s, "second"),
-        s if s < 90 * 60 => ((s + 30) / 60, "minute"),
+        s if s < 3570 => ((s + 30) / 60, "minute"),
         s if s < 36 * 3600 => ((s + 1800) / 3600, "hour"),
         s => ((s + 43_200) / 86_400, "day"),
     };
-    format!("in {n} {unit}{}", if n == 1 { "" } else { "s" })
+    format!("{n} {unit}{}", if n == 1 { "" } else { "s" })
 }
 
 /// The CSS class of a method badge; unknown methods share a neutral colour.
@@ -126,6 +133,8 @@ mod tests {
         assert_eq!(time_until(t + 12 * 60_000, t), "in 12 minutes");
         assert_eq!(time_until(t + 5 * 3_600_000, t), "in 5 hours");
         assert_eq!(time_until(t + 7 * 86_400_000 - 5000, t), "in 7 days");
+        assert_eq!(duration_words(7 * 86_400_000), "7 days");
+        assert_eq!(duration_words(3_600_000), "1 hour");
     }
 
     #[test]

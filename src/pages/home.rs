@@ -30,7 +30,7 @@ pub fn page(state: &AppState, req: &Request<Incoming>) -> PageResult {
         StatusCode::OK,
         &HomePage {
             example_url: format!("{base}/r/<your-bin-id>"),
-            ttl: humantime::format_duration(state.config.bin_ttl).to_string(),
+            ttl: super::format::duration_words(state.config.bin_ttl.as_millis() as i64),
             deleted: query_param(req, "deleted").is_some(),
         },
     )

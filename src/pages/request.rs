@@ -226,3 +226,83 @@ pub async fn verify(
         },
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::HeaderPair;
+
+    fn stored() -> StoredRequest {
+        StoredRequest {
+            id: "7".into(),
+            bin_id: "0123456789abcdefghij".into(),
+            method: "POST".into(),
+            path: "/r/0123456789abcdefghij/hook".into(),
+            subpath: "/hook".into(),
+            query: String::new(),
+            headers: vec![HeaderPair::new("Stripe-Signature", "t=1,v1=<abc>")],
+            body: b"{}".to_vec(),
+            body_size: 2,
+            body_truncated: false,
+            remote_addr: "127.0.0.1".into(),
+            http_version: "HTTP/1.1".into(),
+            received_at: 1_750_000_000_000,
+        }
+    }
+
+    fn render(detail: Detail) -> String {
+        RequestPage {
+            capture_url: "http://h/r/0123456789abcdefghij".into(),
+            detail,
+        }
+        .render()
+        .unwrap()
+    }
+
+    // The curl and verify sections are hidden until their engines are wired in
+    // integrations.rs; these render them as they will look then.
+    #[test]
+    fn curl_section_renders_escaped_with_its_target_form() {
+        let mut d = Detail::new(&stored(), "http://h", Some("http://localhost:3000"), true);
+        assert!(d.curl.is_none(), "stub: no curl yet");
+        assert!(!render(Detail::new(&stored(), "http://h", None, true)).contains("curl-section"));
+        d.curl = Some("curl -H 'X: <b>' 'http://localhost:3000/hook'".into());
+        let html = render(d);
+        assert!(html.contains(
+            "id=\"curl-command\" data-api=\"/api/bins/0123456789abcdefghij/requests/7/curl\""
+        ));
+        assert!(html.contains("curl -H &#39;X: &#60;b&#62;&#39;"), "{html}");
+        assert!(html.contains("value=\"http://localhost:3000\""));
+        assert!(html.contains("action=\"/bins/0123456789abcdefghij/requests/7\""));
+    }
+
+    #[test]
+    fn verify_section_renders_the_verdict_and_never_the_secret() {
+        let mut d = Detail::new(&stored(), "http://h", None, true);
+        assert!(!render(Detail::new(&stored(), "http://h", None, true)).contains("verify-secret"));
+        d.verify_available = true;
+        d.schemes[2].1 = true;
+        d.verification = Some(Ok(Verification {
+            scheme: Some("stripe".into()),
+            valid: false,
+            timestamp_ok: Some(false),
+            detail: "The signature does not match: <likely a different secret>.".into(),
+            signed: Some("\"1.\" followed by the raw body (2 bytes)".into()),
+        }));
+        let html = render(d);
+        assert!(html.contains("class=\"verdict bad\""), "{html}");
+        assert!(html.contains("Not a valid signature</strong> (stripe)"));
+        assert!(html.contains("outside the tolerance"));
+        assert!(html.contains("&#60;likely a different secret&#62;"));
+        assert!(html.contains("<option value=\"stripe\" selected>"));
+        assert!(html.contains("name=\"secret\" type=\"password\""));
+        assert!(
+            !html.contains("value=\"whsec"),
+            "the secret is never put back"
+        );
+        let mut d = Detail::new(&stored(), "http://h", None, true);
+        d.verify_available = true;
+        d.verification = Some(Err("secret: the secret is empty".into()));
+        assert!(render(d).contains("Cannot check: secret: the secret is empty"));
+    }
+}
