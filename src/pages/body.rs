@@ -4,10 +4,32 @@
 //! Nothing is ever pre-built HTML. Views are capped, so a 5 MiB body does not produce a 50 MB
 //! page; the download link always gives the exact bytes.
 
-/// Most text (pretty JSON, raw text) rendered per view.
-pub const VIEW_CAP: usize = 256 * 1024;
-/// Most body bytes rendered as a hex dump (each 16 bytes become one ~78 character line).
-pub const HEX_CAP: usize = 64 * 1024;
+/// How much of a body one view renders.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Caps {
+    /// Most text (pretty JSON, raw text) rendered per view.
+    pub text: usize,
+    /// Most body bytes rendered as a hex dump (each 16 bytes become one ~78 character line).
+    pub hex: usize,
+}
+
+/// The request on its own page.
+pub const PAGE_CAPS: Caps = Caps {
+    text: 128 * 1024,
+    hex: 32 * 1024,
+};
+/// The detail beside the list: the bin page is the one kept open and reloaded, so it stays
+/// light; its notes point to the request's own page for more.
+pub const PANE_CAPS: Caps = Caps {
+    text: 32 * 1024,
+    hex: 8 * 1024,
+};
+/// Bodies up to this size are checked as a whole to be JSON. A larger body declared as JSON has
+/// its start pretty-printed unchecked (a view only: Raw and the download stay exact), so a
+/// 5 MiB body costs what the page shows, not a full parse on every page view.
+pub const JSON_CHECK_CAP: usize = 1024 * 1024;
+/// How much of the body is looked at to tell text from binary.
+const SNIFF: usize = 64 * 1024;
 
 /// One piece of highlighted JSON: a CSS class (`""` for punctuation and layout) and its text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -94,16 +116,26 @@ fn clip(text: &str, cap: usize) -> (&str, bool) {
     (&text[..end], true)
 }
 
-fn clip_note(shown: usize, total: usize) -> String {
+fn clip_note(shown: usize, total: usize, caps: Caps) -> String {
     format!(
-        "Showing the first {} of {}. Download the body for all of it.",
+        "Showing the first {} of {}. {}",
         super::format::human_size(shown as u64),
-        super::format::human_size(total as u64)
+        super::format::human_size(total as u64),
+        more(caps)
     )
 }
 
+/// Where to find the rest of a clipped view.
+fn more(caps: Caps) -> &'static str {
+    if caps == PANE_CAPS {
+        "Open the request on its own page for more, or download the body."
+    } else {
+        "Download the body for all of it."
+    }
+}
+
 /// Chooses the views of `body` by content type and content.
-pub fn view(body: &[u8], content_type: Option<&str>) -> BodyView {
+pub fn view(body: &[u8], content_type: Option<&str>, caps: Caps) -> BodyView {
     if body.is_empty() {
         return BodyView {
             kind: "empty",
@@ -112,7 +144,7 @@ pub fn view(body: &[u8], content_type: Option<&str>) -> BodyView {
         };
     }
     let media = media_type(content_type);
-    let text = utf8_text(body).filter(|t| looks_like_text(t));
+    let text = utf8_text(body).filter(|t| looks_like_text(clip(t, SNIFF).0));
     let mut tabs = Vec::new();
     let mut note = None;
     let mut kind = "binary";
@@ -120,20 +152,35 @@ pub fn view(body: &[u8], content_type: Option<&str>) -> BodyView {
         kind = "text";
         let declared_json = is_json_type(&media);
         let trimmed = text.trim_start();
-        if declared_json || trimmed.starts_with('{') || trimmed.starts_with('[') {
+        let looks_json = trimmed.starts_with('{') || trimmed.starts_with('[');
+        if declared_json && looks_json && text.len() > JSON_CHECK_CAP {
+            kind = "JSON";
+            let (tokens, _) = json_tokens(text, caps.text);
+            let shown: usize = tokens.iter().map(|t| t.text.len()).sum();
+            tabs.push(Tab {
+                label: "Pretty",
+                panel: Panel::Json(tokens),
+                clipped: Some(format!(
+                    "A large body: the first {} of it pretty-printed, not checked as a whole \
+                     (Raw and the download are exact). {}",
+                    super::format::human_size(shown as u64),
+                    more(caps)
+                )),
+            });
+        } else if text.len() <= JSON_CHECK_CAP && (declared_json || looks_json) {
             match serde_json::from_str::<serde::de::IgnoredAny>(text) {
                 Ok(_) => {
                     kind = "JSON";
-                    let (tokens, clipped) = json_tokens(text, VIEW_CAP);
+                    let (tokens, clipped) = json_tokens(text, caps.text);
                     let shown: usize = tokens.iter().map(|t| t.text.len()).sum();
                     tabs.push(Tab {
                         label: "Pretty",
                         panel: Panel::Json(tokens),
                         clipped: clipped.then(|| {
                             format!(
-                                "Showing the first {} of the pretty-printed text. \
-                                 Download the body for all of it.",
-                                super::format::human_size(shown as u64)
+                                "Showing the first {} of the pretty-printed text. {}",
+                                super::format::human_size(shown as u64),
+                                more(caps)
                             )
                         }),
                     });
@@ -145,27 +192,25 @@ pub fn view(body: &[u8], content_type: Option<&str>) -> BodyView {
             }
         } else if media == "application/x-www-form-urlencoded" {
             kind = "form";
-            let (fields, clipped) = form_fields(text, VIEW_CAP);
+            let (fields, clipped) = form_fields(text, caps.text);
             tabs.push(Tab {
                 label: "Fields",
                 panel: Panel::Form(fields),
-                clipped: clipped.then(|| {
-                    "Showing the first fields only. Download the body for all of them.".to_owned()
-                }),
+                clipped: clipped.then(|| format!("Showing the first fields only. {}", more(caps))),
             });
         }
-        let (shown, clipped) = clip(text, VIEW_CAP);
+        let (shown, clipped) = clip(text, caps.text);
         tabs.push(Tab {
             label: "Raw",
             panel: Panel::Text(shown.to_owned()),
-            clipped: clipped.then(|| clip_note(shown.len(), body.len())),
+            clipped: clipped.then(|| clip_note(shown.len(), body.len(), caps)),
         });
     }
-    let (dump, clipped) = hexdump(body, HEX_CAP);
+    let (dump, clipped) = hexdump(body, caps.hex);
     tabs.push(Tab {
         label: if text.is_some() { "Hex" } else { "Raw (hex)" },
         panel: Panel::Hex(dump),
-        clipped: clipped.then(|| clip_note(HEX_CAP, body.len())),
+        clipped: clipped.then(|| clip_note(caps.hex, body.len(), caps)),
     });
     if text.is_none() && utf8_text(body).is_none() {
         note = Some("Not valid UTF-8: shown as a hex dump.".to_owned());
@@ -345,7 +390,7 @@ mod tests {
     #[test]
     fn json_is_reindented_without_changing_tokens() {
         let text = r#"{"b":1.50,"a":[true,null,"x\"<y>"],"e":{},"f":[ ]}"#;
-        let (tokens, clipped) = json_tokens(text, VIEW_CAP);
+        let (tokens, clipped) = json_tokens(text, PAGE_CAPS.text);
         assert!(!clipped);
         assert_eq!(
             plain(&tokens),
@@ -382,21 +427,26 @@ mod tests {
 
     #[test]
     fn views_by_type_and_content() {
-        let v = view(br#"{"a":1}"#, Some("application/json; charset=utf-8"));
+        let v = view(
+            br#"{"a":1}"#,
+            Some("application/json; charset=utf-8"),
+            PAGE_CAPS,
+        );
         assert_eq!(v.kind, "JSON");
         assert_eq!(
             v.tabs.iter().map(|t| t.label).collect::<Vec<_>>(),
             ["Pretty", "Raw", "Hex"]
         );
         // JSON without a content type is still recognised by its content.
-        assert_eq!(view(b"[1,2]", None).kind, "JSON");
+        assert_eq!(view(b"[1,2]", None, PAGE_CAPS).kind, "JSON");
         // Declared JSON that does not parse: text, with a note.
-        let v = view(b"{nope", Some("application/json"));
+        let v = view(b"{nope", Some("application/json"), PAGE_CAPS);
         assert_eq!(v.kind, "text");
         assert!(v.note.unwrap().contains("does not parse"));
         let v = view(
             b"a=1&b=x+y&a=%3C",
             Some("application/x-www-form-urlencoded"),
+            PAGE_CAPS,
         );
         assert_eq!(v.kind, "form");
         assert_eq!(
@@ -407,32 +457,64 @@ mod tests {
                 ("a".into(), "<".into())
             ])
         );
-        assert_eq!(view(b"hello\n", Some("text/plain")).kind, "text");
-        let v = view(&[0xff, 0xfe, b'<'], Some("text/html"));
+        assert_eq!(view(b"hello\n", Some("text/plain"), PAGE_CAPS).kind, "text");
+        let v = view(&[0xff, 0xfe, b'<'], Some("text/html"), PAGE_CAPS);
         assert_eq!(v.kind, "binary");
         assert_eq!(v.tabs.len(), 1);
         assert!(v.note.unwrap().contains("UTF-8"));
-        assert_eq!(view(b"\0\x01\x02", None).kind, "binary");
-        assert!(view(b"", None).is_empty());
+        assert_eq!(view(b"\0\x01\x02", None, PAGE_CAPS).kind, "binary");
+        assert!(view(b"", None, PAGE_CAPS).is_empty());
     }
 
     #[test]
     fn a_body_cut_inside_a_character_is_still_text() {
         let mut body = "héllo".as_bytes().to_vec();
         body.truncate(2); // "h" + the first byte of "é"
-        assert_eq!(view(&body, Some("text/plain")).kind, "text");
+        assert_eq!(view(&body, Some("text/plain"), PAGE_CAPS).kind, "text");
     }
 
     #[test]
     fn big_bodies_are_clipped() {
-        let body = "x".repeat(VIEW_CAP + 10);
-        let v = view(body.as_bytes(), Some("text/plain"));
+        let body = "x".repeat(PAGE_CAPS.text + 10);
+        let v = view(body.as_bytes(), Some("text/plain"), PAGE_CAPS);
         let Panel::Text(shown) = &v.tabs[0].panel else {
             panic!("raw tab first")
         };
-        assert_eq!(shown.len(), VIEW_CAP);
+        assert_eq!(shown.len(), PAGE_CAPS.text);
+        assert!(
+            v.tabs[0]
+                .clipped
+                .as_deref()
+                .unwrap()
+                .contains("Download the body")
+        );
+        let v = view(body.as_bytes(), Some("text/plain"), PANE_CAPS);
+        assert!(v.tabs[0].clipped.as_deref().unwrap().contains("own page"));
         assert!(v.tabs[0].clipped.is_some());
         assert!(v.tabs[1].clipped.is_some(), "hex is clipped too");
+    }
+
+    #[test]
+    fn large_json_is_pretty_printed_from_its_start_without_a_full_parse() {
+        let body = format!("[{}1]", "{\"k\": 1},".repeat(JSON_CHECK_CAP / 8));
+        let v = view(body.as_bytes(), Some("application/json"), PAGE_CAPS);
+        assert_eq!(v.kind, "JSON");
+        assert!(
+            v.tabs[0]
+                .clipped
+                .as_deref()
+                .unwrap()
+                .contains("not checked as a whole")
+        );
+        let Panel::Json(tokens) = &v.tabs[0].panel else {
+            panic!("pretty first")
+        };
+        assert!(plain(tokens).starts_with("[\n  {\n    \"k\": 1\n  },"));
+        // Undeclared, it is only text: too big to check, and maybe not JSON at all.
+        assert_eq!(
+            view(body.as_bytes(), Some("text/plain"), PAGE_CAPS).kind,
+            "text"
+        );
     }
 
     #[test]

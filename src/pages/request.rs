@@ -6,7 +6,7 @@ use askama::Template;
 use hyper::body::Incoming;
 use hyper::{Request, StatusCode};
 
-use super::body::{BodyView, Panel};
+use super::body::{BodyView, PAGE_CAPS, PANE_CAPS, Panel};
 use super::format::{absolute_time, exact_bytes, human_size, method_class};
 use super::integrations::{self, VERIFY_AVAILABLE, VERIFY_SCHEMES, Verification};
 use super::{PageError, PageResult, field, query_param, read_form, render, see_other};
@@ -109,7 +109,11 @@ impl Detail {
             size_exact: exact_bytes(r.body_size),
             truncated: r.body_truncated,
             stored_size: exact_bytes(r.body.len() as u64),
-            body: super::body::view(&r.body, content_type.as_deref()),
+            body: super::body::view(
+                &r.body,
+                content_type.as_deref(),
+                if standalone { PAGE_CAPS } else { PANE_CAPS },
+            ),
             content_type,
             query: query_params(&r.query),
             headers,
@@ -250,6 +254,10 @@ mod tests {
         }
     }
 
+    fn d_clone(d: &Detail) -> Detail {
+        Detail::new(&stored(), "http://h", Some(&d.curl_target), true)
+    }
+
     fn render(detail: Detail) -> String {
         RequestPage {
             capture_url: "http://h/r/0123456789abcdefghij".into(),
@@ -264,8 +272,11 @@ mod tests {
     #[test]
     fn curl_section_renders_escaped_with_its_target_form() {
         let mut d = Detail::new(&stored(), "http://h", Some("http://localhost:3000"), true);
-        assert!(d.curl.is_none(), "stub: no curl yet");
-        assert!(!render(Detail::new(&stored(), "http://h", None, true)).contains("curl-section"));
+        // Shown exactly when the curl renderer answers (hidden while it is a stub).
+        assert_eq!(
+            render(d_clone(&d)).contains("curl-section"),
+            d.curl.is_some()
+        );
         d.curl = Some("curl -H 'X: <b>' 'http://localhost:3000/hook'".into());
         let html = render(d);
         assert!(html.contains(
@@ -278,8 +289,10 @@ mod tests {
 
     #[test]
     fn verify_section_renders_the_verdict_and_never_the_secret() {
+        // The form is there exactly when verification is wired.
+        let plain = render(Detail::new(&stored(), "http://h", None, true));
+        assert_eq!(plain.contains("verify-secret"), VERIFY_AVAILABLE);
         let mut d = Detail::new(&stored(), "http://h", None, true);
-        assert!(!render(Detail::new(&stored(), "http://h", None, true)).contains("verify-secret"));
         d.verify_available = true;
         d.schemes[2].1 = true;
         d.verification = Some(Ok(Verification {

@@ -405,7 +405,7 @@ fn send_corpus(server: &Server, bin: &str) -> Corpus {
         ),
         big.as_bytes(),
     );
-    add(id, "Showing the first 256 KiB of 1.0 MiB");
+    add(id, "KiB of 1.0 MiB. ");
     Corpus { sent }
 }
 
