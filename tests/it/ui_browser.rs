@@ -524,3 +524,80 @@ fn ui_xss_corpus_stays_text_live_and_server_rendered() {
     assert_fits_width(&page, "1 MiB body on a phone");
     assert_inert(&page, "1 MiB body");
 }
+
+#[test]
+fn ui_pages_work_without_javascript() {
+    let server = Server::start(&[]);
+    let Some(browser) = Browser::launch() else {
+        return;
+    };
+    let page = browser.new_page(DESKTOP.0, DESKTOP.1);
+    page.call(
+        "Emulation.setScriptExecutionDisabled",
+        json!({"value": true}),
+    );
+    page.goto(&server.url("/"));
+    page.click_and_wait("form.create button[type=submit]");
+    let bin = page
+        .eval("location.pathname")
+        .as_str()
+        .unwrap()
+        .strip_prefix("/bins/")
+        .unwrap()
+        .to_owned();
+    // The script did not run: no live badge, copy buttons stay hidden.
+    assert_eq!(
+        page.eval("document.querySelector('.live') === null"),
+        json!(true)
+    );
+    assert_eq!(
+        page.eval("Array.from(document.querySelectorAll('button.copy')).every(b => b.hidden)"),
+        json!(true)
+    );
+    let host = server.addr;
+    let json_id = send(
+        &server,
+        &format!(
+            "POST /r/{bin}/a HTTP/1.1\nHost: {host}\nContent-Type: application/json\nConnection: close\n"
+        ),
+        br#"{"a":[1,2]}"#,
+    );
+    let text_id = send(
+        &server,
+        &format!(
+            "POST /r/{bin}/b?x=1 HTTP/1.1\nHost: {host}\nContent-Type: text/plain\nConnection: close\n"
+        ),
+        b"plain words",
+    );
+    // Without live updates, a reload shows them; the newest is selected.
+    page.goto(&server.url(&format!("/bins/{bin}")));
+    assert_eq!(
+        page.eval("document.querySelectorAll('#requests li').length"),
+        json!(2)
+    );
+    page.wait_for(&detail_shows(&text_id), "the newest request selected");
+    // A plain link selects another request.
+    page.click_and_wait(&format!("#requests li[data-id=\"{json_id}\"] a"));
+    page.wait_for(&detail_shows(&json_id), "the clicked request");
+    assert_eq!(
+        page.eval("location.search"),
+        json!(format!("?req={json_id}"))
+    );
+    // Tabs are radio buttons and CSS.
+    let raw_visible = "getComputedStyle(document.querySelector('#detail .tab-panel[data-view=Raw]')).display !== 'none'";
+    assert_eq!(page.eval(raw_visible), json!(false));
+    page.click("#detail label[for=body-tab-2]");
+    page.wait_for(raw_visible, "the Raw tab without JavaScript");
+    assert_eq!(
+        page.text("#detail .tab-panel[data-view=Raw] pre").unwrap(),
+        r#"{"a":[1,2]}"#
+    );
+    // Forms post and come back: delete one request (no confirm dialog without JavaScript).
+    page.click_and_wait("#detail .detail-actions form button");
+    assert_eq!(
+        page.eval("document.querySelectorAll('#requests li').length"),
+        json!(1)
+    );
+    page.screenshot("bin-desktop-nojs");
+    assert_no_problems(&page);
+}
