@@ -107,7 +107,7 @@ pub async fn read_json(
     })
 }
 
-async fn read_small_body(
+pub async fn read_small_body(
     body: Incoming,
     limit: usize,
     timeout: Duration,

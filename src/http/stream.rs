@@ -62,6 +62,8 @@ fn last_event_id(req: &Request<Incoming>) -> Result<Option<i64>, ApiError> {
     };
     match raw.as_deref() {
         None | Some("") => Ok(None),
+        // "0": everything from the start (a page rendered while the bin was still empty).
+        Some("0") => Ok(Some(0)),
         Some(s) => ids::parse_request_id(s).map(Some).ok_or_else(|| {
             ApiError::bad_request(
                 "invalid_last_event_id",

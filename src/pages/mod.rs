@@ -1,22 +1,313 @@
 //! Server-rendered HTML pages (askama templates in `templates/`) and the static assets they use.
 //!
-//! Placeholder until the inspector UI lands: every page path answers 404.
+//! Routes (API.md, HTML pages). HTML forms can only GET and POST, so every change is a POST that
+//! answers `303` back to a page:
+//!
+//! | route | what |
+//! |---|---|
+//! | `GET /` | home: what this is, "Create new URL" |
+//! | `POST /bins` | create a bin, `303` to its page (per-address limit as the API) |
+//! | `GET /bins/{bin}` | the inspector: `?cursor=` pages the list, `?req=` selects the detail |
+//! | `GET /bins/{bin}/requests/{req}` | one request on its own page (also the phone view) |
+//! | `POST /bins/{bin}/delete`, `/clear` | delete the bin, delete all its requests |
+//! | `POST /bins/{bin}/requests/{req}/delete` | delete one request |
+//! | `POST /bins/{bin}/response`, `/response/clear` | set / reset the custom response |
+//! | `POST /bins/{bin}/requests/{req}/verify` | check a signature (once `crate::verify` lands) |
+//! | `GET /static/{file}` | embedded CSS/JS, cached forever under a content-hashed URL |
+//!
+//! Safety: every captured byte reaches the page through askama's HTML escaping (no `|safe`
+//! anywhere), pages carry a strict Content-Security-Policy with no inline script or style, and
+//! are never cached (they contain the bin URL, which is the bin's only secret).
+
+mod assets;
+mod bin;
+mod body;
+mod format;
+mod home;
+mod integrations;
+mod request;
 
 use std::sync::Arc;
 
+use askama::Template;
 use hyper::body::Incoming;
-use hyper::{Request, Response};
+use hyper::header::{ALLOW, CACHE_CONTROL, HeaderValue, LOCATION, RETRY_AFTER};
+use hyper::{Method, Request, Response, StatusCode};
 
 use crate::http::ConnInfo;
-use crate::http::body::Body;
+use crate::http::body::{self as http_body, Body};
 use crate::http::error::ApiError;
 use crate::state::AppState;
 
+/// The Content-Security-Policy of every HTML page: our own script and style files only.
+pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
+     img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; \
+     base-uri 'none'";
+
+type PageResult = Result<Response<Body>, PageError>;
+
 /// Everything that is not capture, API or operations: `/`, `/bins...`, `/static/...`.
 pub async fn route(
-    _state: &Arc<AppState>,
-    _req: Request<Incoming>,
-    _conn: &ConnInfo,
+    state: &Arc<AppState>,
+    req: Request<Incoming>,
+    conn: &ConnInfo,
 ) -> Response<Body> {
-    ApiError::route_not_found().into_response()
+    let path = req.uri().path().to_owned();
+    let method = req.method().clone();
+    let get = method == Method::GET || method == Method::HEAD;
+    let post = method == Method::POST;
+    let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    let result = match segments.as_slice() {
+        [""] if get => home::page(state, &req),
+        ["static", name] if get => Ok(static_file(name, req.uri().query())),
+        ["bins"] if post => home::create_bin(state, req, conn).await,
+        ["bins", bin] if get => bin::page(state, &req, bin).await,
+        ["bins", bin, "delete"] if post => bin::delete_bin(state, req, bin).await,
+        ["bins", bin, "clear"] if post => bin::clear(state, req, bin).await,
+        ["bins", bin, "response"] if post => bin::set_response(state, req, bin).await,
+        ["bins", bin, "response", "clear"] if post => bin::clear_response(state, req, bin).await,
+        ["bins", bin, "requests", id] if get => request::page(state, &req, bin, id).await,
+        ["bins", bin, "requests", id, "delete"] if post => {
+            request::delete(state, req, bin, id).await
+        }
+        ["bins", bin, "requests", id, "verify"] if post => {
+            request::verify(state, req, bin, id).await
+        }
+        [""] | ["static", _] | ["bins", _] | ["bins", _, "requests", _] => {
+            Err(PageError::method_not_allowed("GET, HEAD"))
+        }
+        ["bins"]
+        | ["bins", _, "delete" | "clear" | "response"]
+        | ["bins", _, "response", "clear"]
+        | ["bins", _, "requests", _, "delete" | "verify"] => {
+            Err(PageError::method_not_allowed("POST"))
+        }
+        _ => Err(PageError::not_found("There is no page at this address.")),
+    };
+    result.unwrap_or_else(PageError::into_response)
+}
+
+/// An error shown as an HTML page.
+#[derive(Debug)]
+pub struct PageError {
+    pub status: StatusCode,
+    pub message: String,
+    pub retry_after: Option<u64>,
+    pub allow: Option<&'static str>,
+}
+
+impl PageError {
+    pub fn new(status: StatusCode, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            message: message.into(),
+            retry_after: None,
+            allow: None,
+        }
+    }
+
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, message)
+    }
+
+    fn method_not_allowed(allow: &'static str) -> Self {
+        Self {
+            allow: Some(allow),
+            ..Self::new(
+                StatusCode::METHOD_NOT_ALLOWED,
+                format!("This address accepts {allow} only."),
+            )
+        }
+    }
+
+    fn title(&self) -> &'static str {
+        match self.status {
+            StatusCode::NOT_FOUND => "Not found",
+            StatusCode::TOO_MANY_REQUESTS => "Slow down",
+            StatusCode::FORBIDDEN => "Not allowed",
+            StatusCode::METHOD_NOT_ALLOWED => "Method not allowed",
+            StatusCode::SERVICE_UNAVAILABLE => "Busy",
+            s if s.is_server_error() => "Something went wrong",
+            _ => "That did not work",
+        }
+    }
+
+    pub fn into_response(self) -> Response<Body> {
+        let page = ErrorPage {
+            title: self.title(),
+            status: self.status.as_u16(),
+            message: &self.message,
+        };
+        let mut res = match page.render() {
+            Ok(html_text) => html(self.status, html_text),
+            // The plain-text fallback of the error page itself.
+            Err(_) => secure(http_body::text(self.status, self.message.clone())),
+        };
+        if let Some(secs) = self.retry_after {
+            res.headers_mut()
+                .insert(RETRY_AFTER, HeaderValue::from(secs));
+        }
+        if let Some(allow) = self.allow {
+            res.headers_mut()
+                .insert(ALLOW, HeaderValue::from_static(allow));
+        }
+        res
+    }
+}
+
+impl From<ApiError> for PageError {
+    fn from(e: ApiError) -> Self {
+        let message = match e.code {
+            "bin_not_found" => {
+                "This bin does not exist: it never did, it was deleted, or it has expired.".into()
+            }
+            "request_not_found" => "This bin has no such request (deleted or evicted).".into(),
+            _ => e.message,
+        };
+        Self {
+            retry_after: e.retry_after,
+            ..Self::new(e.status, message)
+        }
+    }
+}
+
+impl From<crate::storage::StoreError> for PageError {
+    fn from(e: crate::storage::StoreError) -> Self {
+        ApiError::from(e).into()
+    }
+}
+
+#[derive(Template)]
+#[template(path = "error.html")]
+struct ErrorPage<'a> {
+    title: &'a str,
+    status: u16,
+    message: &'a str,
+}
+
+/// Adds the headers every HTML response carries.
+fn secure(mut res: Response<Body>) -> Response<Body> {
+    let h = res.headers_mut();
+    h.insert("content-security-policy", HeaderValue::from_static(CSP));
+    h.insert(
+        "x-content-type-options",
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert("referrer-policy", HeaderValue::from_static("no-referrer"));
+    h.insert("x-frame-options", HeaderValue::from_static("DENY"));
+    h.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    res
+}
+
+fn html(status: StatusCode, text: String) -> Response<Body> {
+    secure(http_body::with_type(
+        status,
+        "text/html; charset=utf-8",
+        text,
+    ))
+}
+
+/// Renders `page`, or the generic error page if rendering fails.
+fn render(status: StatusCode, page: &impl Template) -> PageResult {
+    page.render()
+        .map(|text| html(status, text))
+        .map_err(|e| ApiError::internal("page rendering failed", &e).into())
+}
+
+/// `303 See Other` to `location` (a path on this server).
+fn see_other(location: &str) -> Response<Body> {
+    let mut res = secure(http_body::text(StatusCode::SEE_OTHER, ""));
+    if let Ok(v) = HeaderValue::from_str(location) {
+        res.headers_mut().insert(LOCATION, v);
+    }
+    res
+}
+
+/// Refuses a form POST that a browser says came from another site. (Without the bin id a
+/// foreign page can do little, but it should not even create bins in a user's name.)
+fn check_same_site(req: &Request<Incoming>) -> Result<(), PageError> {
+    match req.headers().get("sec-fetch-site") {
+        Some(v) if v.as_bytes() == b"cross-site" => Err(PageError::new(
+            StatusCode::FORBIDDEN,
+            "Forms on this site can only be sent from its own pages.",
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Most bytes read from an HTML form (the custom response body alone may be 64 KiB).
+const MAX_FORM_BYTES: usize = 512 * 1024;
+
+/// Reads an `application/x-www-form-urlencoded` body as ordered pairs.
+async fn read_form(
+    state: &AppState,
+    req: Request<Incoming>,
+) -> Result<Vec<(String, String)>, PageError> {
+    check_same_site(&req)?;
+    let bytes = crate::http::api::read_small_body(
+        req.into_body(),
+        MAX_FORM_BYTES,
+        state.config.body_timeout,
+    )
+    .await?;
+    Ok(form_urlencoded::parse(&bytes)
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect())
+}
+
+fn field<'a>(form: &'a [(String, String)], name: &str) -> &'a str {
+    form.iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str())
+        .unwrap_or("")
+}
+
+/// The first value of query parameter `name`.
+fn query_param(req: &Request<Incoming>, name: &str) -> Option<String> {
+    form_urlencoded::parse(req.uri().query().unwrap_or("").as_bytes())
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.into_owned())
+}
+
+/// `GET /static/{name}`: cached for a year when asked for under the current version, else
+/// revalidated (an old page asking for an old version gets the current file, uncached).
+fn static_file(name: &str, query: Option<&str>) -> Response<Body> {
+    let Some(asset) = assets::find(name) else {
+        return PageError::not_found("There is no such file.").into_response();
+    };
+    let mut res = http_body::with_type(StatusCode::OK, asset.content_type, asset.bytes);
+    let current = query
+        .and_then(|q| q.strip_prefix("v="))
+        .is_some_and(|v| v == assets::version(asset));
+    let cache = if current {
+        "public, max-age=31536000, immutable"
+    } else {
+        "no-cache"
+    };
+    let h = res.headers_mut();
+    h.insert(CACHE_CONTROL, HeaderValue::from_static(cache));
+    h.insert(
+        "x-content-type-options",
+        HeaderValue::from_static("nosniff"),
+    );
+    if let Ok(etag) = HeaderValue::from_str(&format!("\"{}\"", assets::version(asset))) {
+        h.insert("etag", etag);
+    }
+    res
+}
+
+/// Quotes `s` for a POSIX shell.
+fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shell_quoting() {
+        assert_eq!(shell_quote("http://a/r/b"), "'http://a/r/b'");
+        assert_eq!(shell_quote("it's"), r"'it'\''s'");
+    }
 }

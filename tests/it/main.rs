@@ -2,10 +2,13 @@
 //! database and talks HTTP to it (see `util.rs`).
 
 mod api;
+mod browser;
 mod capture;
 mod durability;
 mod lifecycle;
 mod limits;
+mod ui_browser;
+mod ui_pages;
 mod util;
 mod verify_api;
 mod verify_vectors;

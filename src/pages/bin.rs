@@ -1,0 +1,407 @@
+//! The bin page (`/bins/{bin}`), the page people keep open, and its forms.
+//!
+//! One page costs at most three reads: the bin, one page of summaries (never headers or
+//! bodies), and the selected request.
+
+use std::sync::Arc;
+
+use askama::Template;
+use hyper::body::Incoming;
+use hyper::{HeaderMap, Request, StatusCode};
+use serde_json::{Value, json};
+
+use super::format::{
+    absolute_time, exact_bytes, human_size, method_class, row_target, row_time, time_until,
+};
+use super::request::Detail;
+use super::{PageError, PageResult, field, query_param, read_form, render, see_other, shell_quote};
+use crate::clock::{now_ms, rfc3339_ms};
+use crate::http::api::live_bin;
+use crate::http::client::public_base;
+use crate::http::error::ApiError;
+use crate::ids;
+use crate::model::{Bin, RequestSummary};
+use crate::response::ResponseSpec;
+use crate::state::AppState;
+
+/// Rows per page of the request list.
+const PAGE_SIZE: usize = 50;
+
+/// One row of the request list.
+pub struct Row {
+    pub id: String,
+    pub href: String,
+    pub method: String,
+    pub method_class: &'static str,
+    pub target: String,
+    pub time_iso: String,
+    pub time_abs: String,
+    pub time_text: String,
+    pub size: String,
+    pub size_exact: String,
+    pub content_type: String,
+    pub truncated: bool,
+    pub selected: bool,
+}
+
+impl Row {
+    fn new(s: &RequestSummary, href: String, selected: bool, now: i64) -> Self {
+        Row {
+            id: s.id.clone(),
+            href,
+            method: s.method.clone(),
+            method_class: method_class(&s.method),
+            target: row_target(&s.subpath, &s.query),
+            time_iso: rfc3339_ms(s.received_at),
+            time_abs: absolute_time(s.received_at),
+            time_text: row_time(s.received_at, now),
+            size: human_size(s.body_size),
+            size_exact: exact_bytes(s.body_size),
+            content_type: s.content_type.clone().unwrap_or_default(),
+            truncated: s.body_truncated,
+            selected,
+        }
+    }
+
+    /// The empty row cloned by the page's JavaScript for live arrivals.
+    fn blank() -> Self {
+        Row {
+            id: String::new(),
+            href: String::new(),
+            method: String::new(),
+            method_class: "m-other",
+            target: String::new(),
+            time_iso: String::new(),
+            time_abs: String::new(),
+            time_text: String::new(),
+            size: String::new(),
+            size_exact: String::new(),
+            content_type: String::new(),
+            truncated: false,
+            selected: false,
+        }
+    }
+}
+
+/// The custom-response form: its fields as text, so a rejected submission comes back as typed.
+pub struct ResponseForm {
+    pub status: String,
+    pub headers: String,
+    pub body: String,
+    pub delay_ms: String,
+    pub error: Option<String>,
+}
+
+impl ResponseForm {
+    fn from_spec(spec: Option<&ResponseSpec>) -> Self {
+        match spec {
+            None => ResponseForm {
+                status: "200".into(),
+                headers: String::new(),
+                body: String::new(),
+                delay_ms: "0".into(),
+                error: None,
+            },
+            Some(s) => ResponseForm {
+                status: s.status.to_string(),
+                headers: s
+                    .headers
+                    .iter()
+                    .map(|(n, v)| format!("{n}: {v}\n"))
+                    .collect(),
+                body: s.body.clone(),
+                delay_ms: s.delay_ms.to_string(),
+                error: None,
+            },
+        }
+    }
+
+    fn from_form(form: &[(String, String)]) -> Self {
+        ResponseForm {
+            status: field(form, "status").to_owned(),
+            headers: field(form, "headers").to_owned(),
+            body: field(form, "body").to_owned(),
+            delay_ms: field(form, "delay_ms").to_owned(),
+            error: None,
+        }
+    }
+
+    /// The spec as `PUT /api/bins/{bin}/response` would receive it, validated the same way.
+    fn to_spec(&self) -> Result<ResponseSpec, String> {
+        let number = |text: &str, default: u64| -> Value {
+            let text = text.trim();
+            if text.is_empty() {
+                return json!(default);
+            }
+            // Not a number: pass the text on, so the validator names the field.
+            text.parse::<u64>().map(Value::from).unwrap_or(json!(text))
+        };
+        let mut headers = Vec::new();
+        for (i, line) in self.headers.lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            let Some((name, value)) = line.split_once(':') else {
+                return Err(format!(
+                    "headers, line {}: expected \"Name: value\", got {:?}",
+                    i + 1,
+                    line.trim()
+                ));
+            };
+            headers.push(json!([name.trim(), value.trim()]));
+        }
+        let value = json!({
+            "status": number(&self.status, 200),
+            "headers": headers,
+            "body": self.body.replace("\r\n", "\n"),
+            "delay_ms": number(&self.delay_ms, 0),
+        });
+        ResponseSpec::from_json(&value, "").map_err(|e| e.to_string())
+    }
+}
+
+/// One sentence on what the bin answers.
+fn response_summary(spec: Option<&ResponseSpec>) -> String {
+    let Some(s) = spec else {
+        return "Answers 200 with the body \"ok\" (the default).".to_owned();
+    };
+    let mut parts = vec![format!("Answers {}", s.status)];
+    if !s.headers.is_empty() {
+        let n = s.headers.len();
+        parts.push(format!("{n} header{}", if n == 1 { "" } else { "s" }));
+    }
+    if !s.body.is_empty() {
+        parts.push(format!("a {} body", human_size(s.body.len() as u64)));
+    }
+    let mut text = parts.join(", ");
+    if s.delay_ms > 0 {
+        text.push_str(&format!(", after {} ms", s.delay_ms));
+    }
+    text.push('.');
+    text
+}
+
+#[derive(Template)]
+#[template(path = "bin.html")]
+struct BinPage {
+    bin: String,
+    capture_url: String,
+    example_curl: String,
+    expires_iso: String,
+    expires_abs: String,
+    expires_text: String,
+    count: u64,
+    cap: u64,
+    rows: Vec<Row>,
+    blank_row: Option<Row>,
+    /// On a later page: the link back to the newest requests.
+    newest_href: Option<String>,
+    older_href: Option<String>,
+    /// `/api/bins/{bin}/stream`, with `?last_event_id=` so nothing between render and connect
+    /// is missed.
+    stream_url: String,
+    first_page: bool,
+    selected: Option<Detail>,
+    /// The user picked the selected request (`?req=`): on a phone, the detail replaces the list.
+    picked: bool,
+    /// `?req=` named a request that is gone.
+    missing: bool,
+    response_active: bool,
+    response_summary: String,
+    form: ResponseForm,
+    form_open: bool,
+}
+
+pub async fn page(state: &AppState, req: &Request<Incoming>, bin: &str) -> PageResult {
+    let cursor = match query_param(req, "cursor").filter(|c| !c.is_empty()) {
+        None => None,
+        Some(c) => Some(ids::decode_cursor(&c).ok_or_else(|| {
+            PageError::new(
+                StatusCode::BAD_REQUEST,
+                "This page link is damaged (unknown cursor).",
+            )
+        })?),
+    };
+    let selected = query_param(req, "req");
+    let target = query_param(req, "target");
+    render_page(
+        state,
+        req.headers(),
+        bin,
+        PageQuery {
+            cursor,
+            selected: selected.as_deref(),
+            target: target.as_deref(),
+        },
+        None,
+    )
+    .await
+}
+
+struct PageQuery<'a> {
+    cursor: Option<i64>,
+    selected: Option<&'a str>,
+    target: Option<&'a str>,
+}
+
+async fn render_page(
+    state: &AppState,
+    headers: &HeaderMap,
+    bin_id: &str,
+    query: PageQuery<'_>,
+    rejected: Option<ResponseForm>,
+) -> PageResult {
+    let now = now_ms();
+    live_bin(state, bin_id, now)?;
+    let bin: Bin = state
+        .store
+        .get_bin(bin_id, now)
+        .await?
+        .ok_or_else(|| PageError::from(ApiError::bin_not_found()))?;
+    let mut summaries = state
+        .store
+        .list_requests(bin_id, query.cursor, PAGE_SIZE + 1)
+        .await?;
+    let older = if summaries.len() > PAGE_SIZE {
+        summaries.truncate(PAGE_SIZE);
+        summaries
+            .last()
+            .and_then(|s| s.id.parse().ok())
+            .map(ids::encode_cursor)
+    } else {
+        None
+    };
+    let page_suffix = query
+        .cursor
+        .map(|c| format!("&cursor={}", ids::encode_cursor(c)))
+        .unwrap_or_default();
+
+    // The selected request: the one asked for, else the newest on this page.
+    let wanted = match query.selected {
+        Some(id) => ids::parse_request_id(id),
+        None => summaries.first().and_then(|s| s.id.parse().ok()),
+    };
+    let base = public_base(&state.config, headers);
+    let stored = match wanted {
+        Some(id) => state.store.get_request(bin_id, id).await?,
+        None => None,
+    };
+    let missing = query.selected.is_some() && stored.is_none();
+    let selected_id = stored.as_ref().map(|r| r.id.clone());
+    let selected = stored.map(|r| Detail::new(&r, &base, query.target, false));
+
+    let rows = summaries
+        .iter()
+        .map(|s| {
+            let href = format!("/bins/{bin_id}?req={}{page_suffix}", s.id);
+            Row::new(s, href, selected_id.as_deref() == Some(s.id.as_str()), now)
+        })
+        .collect();
+    let first_page = query.cursor.is_none();
+    let stream_url = match (first_page, summaries.first()) {
+        (true, Some(newest)) => format!("/api/bins/{bin_id}/stream?last_event_id={}", newest.id),
+        // An empty bin: replay from the start, so a request that lands between this render and
+        // the stream's start still shows up.
+        (true, None) => format!("/api/bins/{bin_id}/stream?last_event_id=0"),
+        // A later page only counts what arrives, to offer a link back to the newest.
+        (false, _) => format!("/api/bins/{bin_id}/stream"),
+    };
+    let spec = bin
+        .response
+        .as_deref()
+        .and_then(|j| ResponseSpec::from_stored(j).ok());
+    let capture_url = format!("{base}/r/{bin_id}");
+    let form_open = rejected.is_some();
+    let status = if rejected.is_some() {
+        StatusCode::UNPROCESSABLE_ENTITY
+    } else {
+        StatusCode::OK
+    };
+    let page = BinPage {
+        bin: bin_id.to_owned(),
+        example_curl: format!(
+            "curl -X POST {} -H 'Content-Type: application/json' -d '{{\"hello\":\"world\"}}'",
+            shell_quote(&capture_url)
+        ),
+        capture_url,
+        expires_iso: rfc3339_ms(bin.expires_at),
+        expires_abs: absolute_time(bin.expires_at),
+        expires_text: time_until(bin.expires_at, now),
+        count: bin.request_count,
+        cap: state.config.max_requests_per_bin,
+        rows,
+        blank_row: Some(Row::blank()),
+        newest_href: (!first_page).then(|| format!("/bins/{bin_id}")),
+        older_href: older.map(|c| format!("/bins/{bin_id}?cursor={c}")),
+        stream_url,
+        first_page,
+        selected,
+        picked: query.selected.is_some(),
+        missing,
+        response_active: spec.is_some(),
+        response_summary: response_summary(spec.as_ref()),
+        form: rejected.unwrap_or_else(|| ResponseForm::from_spec(spec.as_ref())),
+        form_open,
+    };
+    render(status, &page)
+}
+
+pub async fn delete_bin(state: &Arc<AppState>, req: Request<Incoming>, bin: &str) -> PageResult {
+    read_form(state, req).await?;
+    live_bin(state, bin, now_ms())?;
+    if state.store.delete_bin(bin).await? {
+        state
+            .metrics
+            .bins_deleted
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        tracing::info!(bin_id = %bin, "bin deleted from its page");
+    }
+    Ok(see_other("/?deleted=1"))
+}
+
+pub async fn clear(state: &Arc<AppState>, req: Request<Incoming>, bin: &str) -> PageResult {
+    read_form(state, req).await?;
+    live_bin(state, bin, now_ms())?;
+    state.store.clear_requests(bin).await?;
+    Ok(see_other(&format!("/bins/{bin}")))
+}
+
+pub async fn set_response(state: &Arc<AppState>, req: Request<Incoming>, bin: &str) -> PageResult {
+    let headers = req.headers().clone();
+    let form = read_form(state, req).await?;
+    let now = now_ms();
+    live_bin(state, bin, now)?;
+    let mut typed = ResponseForm::from_form(&form);
+    match typed.to_spec() {
+        Ok(spec) => {
+            state
+                .store
+                .set_response(bin, Some(Arc::new(spec)), now)
+                .await?
+                .ok_or_else(|| PageError::from(ApiError::bin_not_found()))?;
+            Ok(see_other(&format!("/bins/{bin}#response")))
+        }
+        Err(message) => {
+            // The page again, the form open with what was typed and why it was refused.
+            typed.error = Some(message);
+            let query = PageQuery {
+                cursor: None,
+                selected: None,
+                target: None,
+            };
+            render_page(state, &headers, bin, query, Some(typed)).await
+        }
+    }
+}
+
+pub async fn clear_response(
+    state: &Arc<AppState>,
+    req: Request<Incoming>,
+    bin: &str,
+) -> PageResult {
+    read_form(state, req).await?;
+    let now = now_ms();
+    live_bin(state, bin, now)?;
+    state.store.set_response(bin, None, now).await?;
+    Ok(see_other(&format!("/bins/{bin}#response")))
+}

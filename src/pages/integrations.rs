@@ -1,0 +1,70 @@
+//! The two request-detail features whose engines live in other modules: copy-as-curl
+//! (`crate::render::curl`) and signature verification (`crate::verify`).
+//!
+//! Until the curl renderer lands, `curl_for` answers `None` and the pages leave that section
+//! out. Wiring it is a change to this file only: the templates, routes and JavaScript use it.
+
+use crate::model::StoredRequest;
+
+/// The request as one shell command line, aimed at `target` (a base URL such as
+/// `http://localhost:3000`) when given, else at the bin URL under `original_base`.
+/// `None` while the curl renderer is not available (the curl section is then hidden).
+pub fn curl_for(req: &StoredRequest, original_base: &str, target: Option<&str>) -> Option<String> {
+    // TODO(curl): call crate::render::curl::curl_command once merged:
+    //     crate::render::curl::curl_command(req, original_base, target).ok()
+    let _ = (req, original_base, target);
+    None
+}
+
+/// The answer of a signature check, as the page shows it (the fields of
+/// `crate::verify::Verification` that a person reads).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verification {
+    pub scheme: Option<String>,
+    pub valid: bool,
+    pub timestamp_ok: Option<bool>,
+    /// Plain words: the verdict and, on failure, the likely cause.
+    pub detail: String,
+    /// What the signature covers, e.g. `"1749999989." followed by the raw body (482 bytes)`.
+    pub signed: Option<String>,
+}
+
+/// Checks the request's signature with `secret` (never stored or logged) under `scheme`
+/// (detected from the headers when `None`). `signed_url` is the URL the sender called as the
+/// public sees it (what Twilio signs). `Err` is a message about unusable input (an unknown
+/// scheme, a malformed secret).
+pub fn verify_for(
+    req: &StoredRequest,
+    secret: &str,
+    scheme: Option<&str>,
+    signed_url: &str,
+) -> Result<Verification, String> {
+    let input = crate::verify::VerifyInput {
+        secret: secret.to_owned(),
+        scheme: scheme.map(str::to_owned),
+        ..Default::default()
+    };
+    let now = crate::clock::now_ms().div_euclid(1000);
+    crate::verify::verify(req, &input, signed_url, now)
+        .map(|v| Verification {
+            scheme: v.scheme,
+            valid: v.valid,
+            timestamp_ok: v.timestamp_ok,
+            detail: v.detail,
+            signed: v.signed,
+        })
+        .map_err(|e| format!("{}: {e}", e.field()))
+}
+
+/// Schemes offered in the verify form (`""` = detect from the headers); API.md's list.
+pub const VERIFY_SCHEMES: &[&str] = &[
+    "standard-webhooks",
+    "svix",
+    "stripe",
+    "github",
+    "slack",
+    "shopify",
+    "twilio",
+    "botix",
+    "hmac-sha256",
+];

@@ -1,0 +1,315 @@
+//! One captured request: the detail shown beside the list and on its own page.
+
+use std::sync::Arc;
+
+use askama::Template;
+use hyper::body::Incoming;
+use hyper::{Request, StatusCode};
+
+use super::body::{BodyView, PAGE_CAPS, PANE_CAPS, Panel};
+use super::format::{absolute_time, exact_bytes, human_size, method_class};
+use super::integrations::{self, VERIFY_SCHEMES, Verification};
+use super::{PageError, PageResult, field, query_param, read_form, render, see_other};
+use crate::clock::{now_ms, rfc3339_ms};
+use crate::http::api::{find_request, live_bin};
+use crate::http::client::public_base;
+use crate::http::views::query_params;
+use crate::ids;
+use crate::model::StoredRequest;
+use crate::state::AppState;
+
+/// Header values longer than this are folded behind a "show all" toggle.
+const LONG_HEADER: usize = 300;
+/// How much of a folded value is shown before the toggle.
+const HEADER_PREVIEW: usize = 160;
+
+pub struct HeaderRow {
+    pub name: String,
+    pub value: String,
+    /// The start of a long value (empty when the value is short enough to show whole).
+    pub preview: String,
+    /// The value had bytes that are not UTF-8 (shown as U+FFFD).
+    pub lossy: bool,
+}
+
+/// Everything the detail template shows about one request.
+pub struct Detail {
+    pub bin: String,
+    pub id: String,
+    pub method: String,
+    pub method_class: &'static str,
+    /// Public base + path as received + `?query`.
+    pub url: String,
+    pub received_iso: String,
+    pub received_abs: String,
+    pub remote_addr: String,
+    pub http_version: String,
+    pub size: String,
+    pub size_exact: String,
+    pub truncated: bool,
+    pub stored_size: String,
+    pub content_type: Option<String>,
+    pub query: Vec<(String, String)>,
+    pub headers: Vec<HeaderRow>,
+    pub body: BodyView,
+    pub curl: Option<String>,
+    pub curl_target: String,
+    /// Where the curl target form sends its GET (the page showing this detail).
+    pub curl_form_action: String,
+    /// Hidden fields that form must carry to come back to this detail.
+    pub curl_form_req: Option<String>,
+    pub verification: Option<Result<Verification, String>>,
+    /// The schemes offered, and whether each is the one chosen.
+    pub schemes: Vec<(&'static str, bool)>,
+    /// On its own page (no "open on its own page" link).
+    pub standalone: bool,
+}
+
+impl Detail {
+    /// `base` is the public base URL; `target` the curl target asked for, if any.
+    pub fn new(r: &StoredRequest, base: &str, target: Option<&str>, standalone: bool) -> Self {
+        let url = if r.query.is_empty() {
+            format!("{base}{}", r.path)
+        } else {
+            format!("{base}{}?{}", r.path, r.query)
+        };
+        let content_type = r.content_type();
+        let target = target.map(str::trim).filter(|t| !t.is_empty());
+        let headers = r
+            .headers
+            .iter()
+            .map(|h| {
+                let value = h.value_lossy().into_owned();
+                let lossy = std::str::from_utf8(&h.value).is_err();
+                let preview = if value.chars().count() > LONG_HEADER {
+                    value.chars().take(HEADER_PREVIEW).collect()
+                } else {
+                    String::new()
+                };
+                HeaderRow {
+                    name: h.name.clone(),
+                    value,
+                    preview,
+                    lossy,
+                }
+            })
+            .collect();
+        Detail {
+            bin: r.bin_id.clone(),
+            id: r.id.clone(),
+            method: r.method.clone(),
+            method_class: method_class(&r.method),
+            url,
+            received_iso: rfc3339_ms(r.received_at),
+            received_abs: absolute_time(r.received_at),
+            remote_addr: r.remote_addr.clone(),
+            http_version: r.http_version.clone(),
+            size: human_size(r.body_size),
+            size_exact: exact_bytes(r.body_size),
+            truncated: r.body_truncated,
+            stored_size: exact_bytes(r.body.len() as u64),
+            body: super::body::view(
+                &r.body,
+                content_type.as_deref(),
+                if standalone { PAGE_CAPS } else { PANE_CAPS },
+            ),
+            content_type,
+            query: query_params(&r.query),
+            headers,
+            curl: integrations::curl_for(r, base, target),
+            curl_target: target.unwrap_or_default().to_owned(),
+            curl_form_action: if standalone {
+                format!("/bins/{}/requests/{}", r.bin_id, r.id)
+            } else {
+                format!("/bins/{}", r.bin_id)
+            },
+            curl_form_req: (!standalone).then(|| r.id.clone()),
+            verification: None,
+            schemes: VERIFY_SCHEMES.iter().map(|s| (*s, false)).collect(),
+            standalone,
+        }
+    }
+}
+
+/// The pieces of [`Panel`] the template matches on, so it needs no enum paths.
+impl Panel {
+    pub fn json(&self) -> Option<&[super::body::Token]> {
+        match self {
+            Panel::Json(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    pub fn form(&self) -> Option<&[(String, String)]> {
+        match self {
+            Panel::Form(f) => Some(f),
+            _ => None,
+        }
+    }
+
+    /// Plain text or a hex dump: both shown preformatted.
+    pub fn text(&self) -> Option<&str> {
+        match self {
+            Panel::Text(t) | Panel::Hex(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    pub fn is_hex(&self) -> bool {
+        matches!(self, Panel::Hex(_))
+    }
+}
+
+#[derive(Template)]
+#[template(path = "request.html")]
+struct RequestPage {
+    capture_url: String,
+    detail: Detail,
+}
+
+pub async fn page(state: &AppState, req: &Request<Incoming>, bin: &str, id: &str) -> PageResult {
+    let stored = find_request(state, bin, id).await?;
+    let base = public_base(&state.config, req.headers());
+    let target = query_param(req, "target");
+    let detail = Detail::new(&stored, &base, target.as_deref(), true);
+    render(
+        StatusCode::OK,
+        &RequestPage {
+            capture_url: format!("{base}/r/{bin}"),
+            detail,
+        },
+    )
+}
+
+pub async fn delete(
+    state: &Arc<AppState>,
+    req: Request<Incoming>,
+    bin: &str,
+    id: &str,
+) -> PageResult {
+    read_form(state, req).await?;
+    live_bin(state, bin, now_ms())?;
+    let id = ids::parse_request_id(id)
+        .ok_or_else(|| PageError::not_found("This bin has no such request."))?;
+    // Already gone (deleted in another tab, or evicted) is fine: the list is what the user wants.
+    state.store.delete_request(bin, id).await?;
+    Ok(see_other(&format!("/bins/{bin}")))
+}
+
+/// `POST .../verify` with `secret` and `scheme`: the request page with the answer. The secret
+/// is used for this one check and neither stored, logged, nor put back into the page.
+pub async fn verify(
+    state: &Arc<AppState>,
+    req: Request<Incoming>,
+    bin: &str,
+    id: &str,
+) -> PageResult {
+    let base = public_base(&state.config, req.headers());
+    let form = read_form(state, req).await?;
+    let stored = find_request(state, bin, id).await?;
+    let scheme = field(&form, "scheme");
+    let scheme = (!scheme.is_empty()).then_some(scheme);
+    let mut detail = Detail::new(&stored, &base, None, true);
+    detail.verification = Some(integrations::verify_for(
+        &stored,
+        field(&form, "secret"),
+        scheme,
+        &detail.url,
+    ));
+    for (name, chosen) in &mut detail.schemes {
+        *chosen = Some(*name) == scheme;
+    }
+    render(
+        StatusCode::OK,
+        &RequestPage {
+            capture_url: format!("{base}/r/{bin}"),
+            detail,
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::HeaderPair;
+
+    fn stored() -> StoredRequest {
+        StoredRequest {
+            id: "7".into(),
+            bin_id: "0123456789abcdefghij".into(),
+            method: "POST".into(),
+            path: "/r/0123456789abcdefghij/hook".into(),
+            subpath: "/hook".into(),
+            query: String::new(),
+            headers: vec![HeaderPair::new("Stripe-Signature", "t=1,v1=<abc>")],
+            body: b"{}".to_vec(),
+            body_size: 2,
+            body_truncated: false,
+            remote_addr: "127.0.0.1".into(),
+            http_version: "HTTP/1.1".into(),
+            received_at: 1_750_000_000_000,
+        }
+    }
+
+    fn d_clone(d: &Detail) -> Detail {
+        Detail::new(&stored(), "http://h", Some(&d.curl_target), true)
+    }
+
+    fn render(detail: Detail) -> String {
+        RequestPage {
+            capture_url: "http://h/r/0123456789abcdefghij".into(),
+            detail,
+        }
+        .render()
+        .unwrap()
+    }
+
+    // The curl and verify sections are hidden until their engines are wired in
+    // integrations.rs; these render them as they will look then.
+    #[test]
+    fn curl_section_renders_escaped_with_its_target_form() {
+        let mut d = Detail::new(&stored(), "http://h", Some("http://localhost:3000"), true);
+        // Shown exactly when the curl renderer answers (hidden while it is a stub).
+        assert_eq!(
+            render(d_clone(&d)).contains("curl-section"),
+            d.curl.is_some()
+        );
+        d.curl = Some("curl -H 'X: <b>' 'http://localhost:3000/hook'".into());
+        let html = render(d);
+        assert!(html.contains(
+            "id=\"curl-command\" data-api=\"/api/bins/0123456789abcdefghij/requests/7/curl\""
+        ));
+        assert!(html.contains("curl -H &#39;X: &#60;b&#62;&#39;"), "{html}");
+        assert!(html.contains("value=\"http://localhost:3000\""));
+        assert!(html.contains("action=\"/bins/0123456789abcdefghij/requests/7\""));
+    }
+
+    #[test]
+    fn verify_section_renders_the_verdict_and_never_the_secret() {
+        let plain = render(Detail::new(&stored(), "http://h", None, true));
+        assert!(plain.contains("verify-secret"));
+        let mut d = Detail::new(&stored(), "http://h", None, true);
+        d.schemes[2].1 = true;
+        d.verification = Some(Ok(Verification {
+            scheme: Some("stripe".into()),
+            valid: false,
+            timestamp_ok: Some(false),
+            detail: "The signature does not match: <likely a different secret>.".into(),
+            signed: Some("\"1.\" followed by the raw body (2 bytes)".into()),
+        }));
+        let html = render(d);
+        assert!(html.contains("class=\"verdict bad\""), "{html}");
+        assert!(html.contains("Not a valid signature</strong> (stripe)"));
+        assert!(html.contains("outside the tolerance"));
+        assert!(html.contains("&#60;likely a different secret&#62;"));
+        assert!(html.contains("<option value=\"stripe\" selected>"));
+        assert!(html.contains("name=\"secret\" type=\"password\""));
+        assert!(
+            !html.contains("value=\"whsec"),
+            "the secret is never put back"
+        );
+        let mut d = Detail::new(&stored(), "http://h", None, true);
+        d.verification = Some(Err("secret: the secret is empty".into()));
+        assert!(render(d).contains("Cannot check: secret: the secret is empty"));
+    }
+}

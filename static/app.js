@@ -1,0 +1,383 @@
+// hookbin inspector: live updates, copy buttons, keyboard moves. Every page works without it.
+//
+// Captured data only ever reaches the DOM through textContent and attribute properties, never
+// through innerHTML; detail panes fetched from the server are our own escaped HTML.
+'use strict';
+(() => {
+  const $ = (sel, root = document) => root.querySelector(sel);
+  const $$ = (sel, root = document) => Array.from(root.querySelectorAll(sel));
+  const WIDE = window.matchMedia('(min-width: 900px)');
+  const TARGET_KEY = 'hookbin.curlTarget';
+
+  document.documentElement.classList.add('js');
+
+  function announce(text) {
+    const el = $('#announce');
+    if (!el) return;
+    el.textContent = '';
+    setTimeout(() => { el.textContent = text; }, 30);
+  }
+
+  function store(key, value) {
+    try {
+      if (value) localStorage.setItem(key, value); else localStorage.removeItem(key);
+    } catch (_) { /* storage disabled */ }
+  }
+  function recall(key) {
+    try { return localStorage.getItem(key) || ''; } catch (_) { return ''; }
+  }
+
+  // ---- Copy buttons ----------------------------------------------------------------------
+  async function copyText(text) {
+    if (navigator.clipboard && window.isSecureContext) {
+      try { await navigator.clipboard.writeText(text); return true; } catch (_) { /* fall back */ }
+    }
+    const ta = document.createElement('textarea');
+    ta.value = text;
+    ta.setAttribute('readonly', '');
+    ta.className = 'offscreen';
+    document.body.appendChild(ta);
+    ta.select();
+    let ok = false;
+    try { ok = document.execCommand('copy'); } catch (_) { ok = false; }
+    ta.remove();
+    return ok;
+  }
+  const textOf = (el) => (el.tagName === 'INPUT' || el.tagName === 'TEXTAREA' ? el.value : el.textContent);
+
+  document.addEventListener('click', async (ev) => {
+    const btn = ev.target.closest('button[data-copy]');
+    if (!btn) return;
+    const src = $(btn.dataset.copy);
+    if (!src) return;
+    const ok = await copyText(textOf(src));
+    btn.dataset.label = btn.dataset.label || btn.textContent;
+    btn.textContent = ok ? 'Copied' : 'Copy failed';
+    announce(ok ? 'Copied to the clipboard' : 'Could not copy: select the text and copy it by hand');
+    clearTimeout(btn.copyTimer);
+    btn.copyTimer = setTimeout(() => { btn.textContent = btn.dataset.label; }, 1500);
+  });
+
+  // Destructive forms ask first (without JavaScript they simply submit).
+  document.addEventListener('submit', (ev) => {
+    const question = ev.target.dataset && ev.target.dataset.confirm;
+    if (question && !window.confirm(question)) ev.preventDefault();
+  });
+
+  // ---- Times -------------------------------------------------------------------------------
+  function relative(ms) {
+    const s = Math.max(0, Math.round((Date.now() - ms) / 1000));
+    if (s < 5) return 'just now';
+    if (s < 60) return `${s} s ago`;
+    const m = Math.round(s / 60);
+    if (m < 60) return `${m} min ago`;
+    const h = Math.round(m / 60);
+    if (h < 48) return `${h} h ago`;
+    return `${Math.round(h / 24)} days ago`;
+  }
+  function localTime(d) {
+    return d.toLocaleString(undefined, {
+      year: 'numeric', month: 'short', day: 'numeric',
+      hour: '2-digit', minute: '2-digit', second: '2-digit', timeZoneName: 'short',
+    });
+  }
+  function refreshTimes(root = document) {
+    for (const t of $$('time.when', root)) {
+      const d = new Date(t.dateTime);
+      if (Number.isNaN(d.getTime())) continue;
+      t.textContent = relative(d.getTime());
+      t.title = localTime(d);
+    }
+    for (const t of $$('time.abs', root)) {
+      const d = new Date(t.dateTime);
+      if (Number.isNaN(d.getTime())) continue;
+      t.textContent = `${localTime(d)} · ${relative(d.getTime())}`;
+    }
+  }
+
+  // ---- Copy as curl ------------------------------------------------------------------------
+  async function updateCurl(pre, target) {
+    const url = pre.dataset.api + (target ? `?target=${encodeURIComponent(target)}` : '');
+    try {
+      const res = await fetch(url, { credentials: 'same-origin' });
+      if (res.ok) pre.querySelector('code').textContent = (await res.text()).trim();
+    } catch (_) { /* keep the server's rendering */ }
+  }
+  function initCurl(root) {
+    const pre = $('#curl-command', root);
+    const input = $('#curl-target', root);
+    if (!pre || !input) return;
+    if (!input.value && recall(TARGET_KEY)) {
+      input.value = recall(TARGET_KEY);
+      updateCurl(pre, input.value);
+    }
+    input.form.addEventListener('submit', (ev) => {
+      ev.preventDefault();
+      const target = input.value.trim();
+      store(TARGET_KEY, target);
+      updateCurl(pre, target);
+    });
+  }
+  function copyCurl() {
+    const pre = $('#curl-command');
+    if (!pre) {
+      announce('Copy as curl is not available on this server yet');
+      return;
+    }
+    copyText(pre.textContent.trim()).then((ok) => announce(ok ? 'Copied the request as curl' : 'Could not copy'));
+  }
+
+  function initDetail(root) {
+    for (const b of $$('button.copy[hidden]', root)) b.hidden = false;
+    refreshTimes(root);
+    initCurl(root);
+  }
+
+  initDetail(document);
+  setInterval(() => refreshTimes(), 10000);
+
+  // ---- The request list: selection, live rows, keyboard -----------------------------------
+  const list = $('#requests');
+  if (!list) {
+    document.addEventListener('keydown', (ev) => {
+      if (ev.key === 'c' && !typing(ev)) copyCurl();
+    });
+    return;
+  }
+  const bin = list.dataset.bin;
+  const pane = list.closest('.list-pane');
+  const tpl = $('#row-template');
+  let selectSeq = 0;
+
+  function typing(ev) {
+    if (ev.defaultPrevented || ev.metaKey || ev.ctrlKey || ev.altKey) return true;
+    const el = document.activeElement;
+    if (!el) return false;
+    if (el.isContentEditable || el.tagName === 'TEXTAREA' || el.tagName === 'SELECT') return true;
+    return el.tagName === 'INPUT' && !/^(radio|checkbox|button|submit|reset)$/.test(el.type);
+  }
+
+  function markSelected(li) {
+    for (const a of $$('a[aria-current]', list)) a.removeAttribute('aria-current');
+    li.querySelector('a').setAttribute('aria-current', 'true');
+  }
+
+  // Shows the row's request beside the list without a reload (wide screens); on a phone the
+  // link opens the request on its own page as it would without JavaScript.
+  async function select(li) {
+    const link = li.querySelector('a');
+    if (!WIDE.matches) { window.location.href = link.href; return; }
+    markSelected(li);
+    link.scrollIntoView({ block: 'nearest' });
+    const seq = ++selectSeq;
+    try {
+      const res = await fetch(link.href, { credentials: 'same-origin', headers: { Accept: 'text/html' } });
+      if (!res.ok) throw new Error(`HTTP ${res.status}`);
+      const doc = new DOMParser().parseFromString(await res.text(), 'text/html');
+      const fresh = doc.getElementById('detail');
+      if (!fresh) throw new Error('no detail in the page');
+      if (seq !== selectSeq) return; // a later selection won
+      $('#detail').replaceWith(document.adoptNode(fresh));
+      history.replaceState(null, '', link.href);
+      initDetail($('#detail'));
+    } catch (_) {
+      window.location.href = link.href;
+    }
+  }
+
+  list.addEventListener('click', (ev) => {
+    const link = ev.target.closest('a.row-link');
+    if (!link || ev.button !== 0 || ev.metaKey || ev.ctrlKey || ev.shiftKey || ev.altKey) return;
+    if (!WIDE.matches) return;
+    ev.preventDefault();
+    select(link.closest('li'));
+  });
+
+  document.addEventListener('keydown', (ev) => {
+    if (typing(ev)) return;
+    const inList = list.contains(document.activeElement);
+    let step = 0;
+    if (ev.key === 'j' || (inList && ev.key === 'ArrowDown')) step = 1;
+    else if (ev.key === 'k' || (inList && ev.key === 'ArrowUp')) step = -1;
+    else if (ev.key === 'c') { copyCurl(); return; }
+    if (!step) return;
+    const rows = $$('li.row', list);
+    if (!rows.length) return;
+    ev.preventDefault();
+    const current = rows.findIndex((li) => li.querySelector('a[aria-current]'));
+    const next = rows[current < 0 ? 0 : Math.max(0, Math.min(rows.length - 1, current + step))];
+    if (next.querySelector('a[aria-current]')) return;
+    next.querySelector('a').focus({ preventScroll: true });
+    select(next);
+  });
+
+  // ---- Live updates (server-sent events) ---------------------------------------------------
+  const HEAD = $('.list-head h2');
+  const liveBadge = document.createElement('span');
+  liveBadge.className = 'live off';
+  liveBadge.textContent = 'connecting';
+  HEAD.appendChild(liveBadge);
+  let pointerInList = false;
+  // Rows that arrived while the pointer rested on the list: inserting them would move the row
+  // under it, so they wait behind a "new requests" button until the pointer leaves.
+  const held = [];
+  pane.addEventListener('pointerenter', () => { pointerInList = true; });
+  pane.addEventListener('pointerleave', () => {
+    pointerInList = false;
+    releaseHeld();
+  });
+
+  const METHOD_CLASS = {
+    GET: 'm-get', POST: 'm-post', PUT: 'm-put', PATCH: 'm-patch', DELETE: 'm-delete',
+    HEAD: 'm-meta', OPTIONS: 'm-meta',
+  };
+  function humanSize(n) {
+    if (n < 1024) return `${n} B`;
+    const units = ['KiB', 'MiB', 'GiB', 'TiB'];
+    let v = n / 1024;
+    let u = 0;
+    while (v >= 1024 && u < units.length - 1) { v /= 1024; u += 1; }
+    return `${v < 10 ? v.toFixed(1) : v.toFixed(0)} ${units[u]}`;
+  }
+
+  function buildRow(s) {
+    const li = tpl.content.firstElementChild.cloneNode(true);
+    li.dataset.id = s.id;
+    li.classList.add('new');
+    const link = li.querySelector('a');
+    link.href = `/bins/${encodeURIComponent(bin)}?req=${encodeURIComponent(s.id)}`;
+    const method = li.querySelector('.method');
+    method.textContent = s.method;
+    method.className = `method ${METHOD_CLASS[s.method] || 'm-other'}`;
+    const target = (s.subpath || '/') + (s.query ? `?${s.query}` : '');
+    const t = li.querySelector('.target');
+    t.textContent = target;
+    t.title = target;
+    li.querySelector('time').dateTime = s.received_at;
+    const size = li.querySelector('.size');
+    size.textContent = humanSize(s.body_size);
+    size.title = `${Number(s.body_size).toLocaleString('en-US')} bytes`;
+    li.querySelector('.cut').hidden = !s.body_truncated;
+    li.querySelector('.ctype').textContent = s.content_type || '';
+    refreshTimes(li);
+    return li;
+  }
+
+  // The scrolling box of the list: the pane on a wide screen, the window on a phone.
+  function scroller() {
+    return pane.scrollHeight > pane.clientHeight ? pane : document.scrollingElement;
+  }
+
+  let jump = null;
+  function offerJump(text) {
+    if (!jump) {
+      // In a zero-height sticky box, so showing it moves no row.
+      const wrap = document.createElement('div');
+      wrap.className = 'jump-wrap';
+      jump = document.createElement('button');
+      jump.type = 'button';
+      jump.id = 'jump-new';
+      jump.className = 'jump-new';
+      jump.addEventListener('click', () => {
+        releaseHeld();
+        scroller().scrollTo({ top: 0, behavior: 'smooth' });
+        jump.hidden = true;
+      });
+      wrap.appendChild(jump);
+      list.before(wrap);
+    }
+    jump.hidden = false;
+    jump.textContent = text;
+  }
+
+  function releaseHeld() {
+    while (held.length) insertRow(held.shift());
+    if (jump && scroller().scrollTop === 0) jump.hidden = true;
+  }
+
+  // Inserts at the top. When the user has scrolled down the list, the rows they see stay
+  // exactly where they are (the scroll position follows them).
+  function insertRow(li) {
+    const first = list.firstElementChild;
+    const box = scroller();
+    const before = first ? first.getBoundingClientRect().top : 0;
+    list.prepend(li);
+    if (first && box.scrollTop > 0) {
+      const moved = first.getBoundingClientRect().top - before;
+      if (moved) {
+        box.scrollTop += moved;
+        offerJump('↑ New requests');
+      }
+    }
+  }
+
+  // A new arrival: shown at once, or held while the pointer is on the list.
+  function arrive(li) {
+    if (list.firstElementChild && pointerInList) {
+      held.push(li);
+      offerJump(`↑ ${held.length} new request${held.length === 1 ? '' : 's'}`);
+    } else {
+      insertRow(li);
+    }
+  }
+
+  function bumpCount() {
+    const c = $('#count');
+    if (!c) return;
+    const n = Math.min(Number(c.dataset.cap), Number(c.dataset.count) + 1);
+    c.dataset.count = String(n);
+    c.textContent = String(n);
+  }
+
+  function showFirstArrival() {
+    const waiting = $('#waiting');
+    if (waiting) waiting.remove();
+    for (const b of $$('.list-head button[disabled]')) b.disabled = false;
+    const empty = $('#detail .empty-state h2');
+    if (empty) {
+      empty.textContent = 'Pick a request';
+      const p = empty.nextElementSibling;
+      if (p) p.textContent = 'Select a request in the list to see it here.';
+    }
+  }
+
+  const live = list.dataset.live === 'true';
+  const seen = new Set($$('li.row', list).map((li) => li.dataset.id));
+  let newer = 0;
+  if (window.EventSource) {
+    const events = new EventSource(list.dataset.stream);
+    events.addEventListener('open', () => {
+      liveBadge.textContent = 'live';
+      liveBadge.classList.remove('off');
+    });
+    events.addEventListener('error', () => {
+      liveBadge.textContent = events.readyState === EventSource.CLOSED ? 'offline: reload' : 'reconnecting';
+      liveBadge.classList.add('off');
+    });
+    events.addEventListener('request', (ev) => {
+      let s;
+      try { s = JSON.parse(ev.data); } catch (_) { return; }
+      if (!live) {
+        newer += 1;
+        const box = $('#newer');
+        box.hidden = false;
+        box.querySelector('a').textContent = `${newer} new request${newer === 1 ? '' : 's'}: show the newest`;
+        return;
+      }
+      if (seen.has(String(s.id))) return;
+      seen.add(String(s.id));
+      const li = buildRow(s);
+      arrive(li);
+      bumpCount();
+      showFirstArrival();
+      announce(`New ${s.method} request`);
+      if (!$('#detail .detail') && WIDE.matches) select(li);
+    });
+    events.addEventListener('bin_deleted', () => {
+      events.close();
+      liveBadge.textContent = 'bin deleted';
+      liveBadge.classList.add('off');
+      announce('This bin was deleted');
+    });
+  }
+})();
