@@ -1,5 +1,6 @@
 //! The JSON API under `/api` (see API.md).
 
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
@@ -133,11 +134,25 @@ pub async fn read_small_body(
 }
 
 async fn create_bin(state: &Arc<AppState>, req: Request<Incoming>, conn: &ConnInfo) -> ApiResult {
-    let now = now_ms();
     let ip = client_ip(&state.config, conn.peer, req.headers());
-    if let Err(wait) = state.bin_limit.check(ip, now) {
+    let base = public_base(&state.config, req.headers());
+    // The limit is checked before the body is read: a flood costs no parsing.
+    admit_new_bin(state, ip, now_ms())?;
+    let options = read_json(state, req).await?;
+    let (ttl, response) = bin_options(options.as_ref(), state.config.bin_ttl)?;
+    let bin = store_new_bin(state, ip, ttl, response).await?;
+    let mut res = body::json(StatusCode::CREATED, &views::bin(&bin, &base));
+    if let Ok(location) = HeaderValue::from_str(&format!("/api/bins/{}", bin.id)) {
+        res.headers_mut().insert(LOCATION, location);
+    }
+    Ok(res)
+}
+
+/// Counts a bin creation against `--max-bins-per-minute` for `ip`; 429 beyond it.
+pub fn admit_new_bin(state: &AppState, ip: IpAddr, now: i64) -> Result<(), ApiError> {
+    state.bin_limit.check(ip, now).map_err(|wait| {
         state.metrics.bins_rate_limited.fetch_add(1, Relaxed);
-        return Err(ApiError {
+        ApiError {
             retry_after: Some(wait),
             ..ApiError::new(
                 StatusCode::TOO_MANY_REQUESTS,
@@ -147,16 +162,23 @@ async fn create_bin(state: &Arc<AppState>, req: Request<Incoming>, conn: &ConnIn
                     state.config.max_bins_per_minute
                 ),
             )
-        });
-    }
-    let base = public_base(&state.config, req.headers());
-    let options = read_json(state, req).await?;
-    let (ttl, response) = bin_options(options.as_ref(), state.config.bin_ttl)?;
+        }
+    })
+}
+
+/// Creates a bin (after [`admit_new_bin`]): a fresh id, stored, counted and logged.
+pub async fn store_new_bin(
+    state: &AppState,
+    ip: IpAddr,
+    ttl: Duration,
+    response: Option<ResponseSpec>,
+) -> Result<Bin, ApiError> {
+    let now = now_ms();
     let bin = Bin {
         id: ids::new_bin_id(),
         created_at: now,
         expires_at: now.saturating_add(ttl.as_millis() as i64),
-        response: response.as_ref().map(|r| r.to_json()),
+        response: response.as_ref().map(ResponseSpec::to_json),
         request_count: 0,
     };
     state
@@ -165,11 +187,7 @@ async fn create_bin(state: &Arc<AppState>, req: Request<Incoming>, conn: &ConnIn
         .await?;
     state.metrics.bins_created.fetch_add(1, Relaxed);
     tracing::info!(bin_id = %bin.id, %ip, "bin created");
-    let mut res = body::json(StatusCode::CREATED, &views::bin(&bin, &base));
-    if let Ok(location) = HeaderValue::from_str(&format!("/api/bins/{}", bin.id)) {
-        res.headers_mut().insert(LOCATION, location);
-    }
-    Ok(res)
+    Ok(bin)
 }
 
 /// `{"ttl_seconds": n, "response": ResponseSpec}`, both optional.

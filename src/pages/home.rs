@@ -1,18 +1,15 @@
 //! `GET /` and `POST /bins` (the "Create new URL" button).
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering::Relaxed;
 
 use askama::Template;
 use hyper::body::Incoming;
 use hyper::{Request, StatusCode};
 
-use super::{PageError, PageResult, check_same_site, query_param, render, see_other};
+use super::{PageResult, check_same_site, query_param, render, see_other};
 use crate::clock::now_ms;
-use crate::http::ConnInfo;
 use crate::http::client::{client_ip, public_base};
-use crate::ids;
-use crate::model::Bin;
+use crate::http::{ConnInfo, api};
 use crate::state::AppState;
 
 #[derive(Template)]
@@ -42,30 +39,8 @@ pub async fn create_bin(
     conn: &ConnInfo,
 ) -> PageResult {
     check_same_site(&req)?;
-    let now = now_ms();
     let ip = client_ip(&state.config, conn.peer, req.headers());
-    if let Err(wait) = state.bin_limit.check(ip, now) {
-        state.metrics.bins_rate_limited.fetch_add(1, Relaxed);
-        return Err(PageError {
-            retry_after: Some(wait),
-            ..PageError::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                format!(
-                    "This address may create {} bins a minute. Try again in {wait} s.",
-                    state.config.max_bins_per_minute
-                ),
-            )
-        });
-    }
-    let bin = Bin {
-        id: ids::new_bin_id(),
-        created_at: now,
-        expires_at: now.saturating_add(state.config.bin_ttl.as_millis() as i64),
-        response: None,
-        request_count: 0,
-    };
-    state.store.create_bin(bin.clone(), None).await?;
-    state.metrics.bins_created.fetch_add(1, Relaxed);
-    tracing::info!(bin_id = %bin.id, %ip, "bin created from the home page");
+    api::admit_new_bin(state, ip, now_ms())?;
+    let bin = api::store_new_bin(state, ip, state.config.bin_ttl, None).await?;
     Ok(see_other(&format!("/bins/{}", bin.id)))
 }

@@ -57,14 +57,4 @@ pub fn verify_for(
 }
 
 /// Schemes offered in the verify form (`""` = detect from the headers); API.md's list.
-pub const VERIFY_SCHEMES: &[&str] = &[
-    "standard-webhooks",
-    "svix",
-    "stripe",
-    "github",
-    "slack",
-    "shopify",
-    "twilio",
-    "botix",
-    "hmac-sha256",
-];
+pub const VERIFY_SCHEMES: [&str; 9] = crate::verify::Scheme::NAMES;

@@ -162,6 +162,10 @@ impl From<ApiError> for PageError {
                 "This bin does not exist: it never did, it was deleted, or it has expired.".into()
             }
             "request_not_found" => "This bin has no such request (deleted or evicted).".into(),
+            "too_many_bins" => format!(
+                "This address may create only so many bins a minute. Try again in {} s.",
+                e.retry_after.unwrap_or(60)
+            ),
             _ => e.message,
         };
         Self {
