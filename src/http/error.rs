@@ -90,15 +90,24 @@ impl ApiError {
     pub fn into_response(self) -> Response<Body> {
         let value = json!({"error": {"code": self.code, "message": self.message}});
         let mut res = body::json(self.status, &value);
-        if let Some(secs) = self.retry_after {
-            res.headers_mut()
-                .insert(RETRY_AFTER, HeaderValue::from(secs));
-        }
-        if let Some(allow) = self.allow {
-            res.headers_mut()
-                .insert(ALLOW, HeaderValue::from_static(allow));
-        }
+        add_retry_and_allow(&mut res, self.retry_after, self.allow);
         res
+    }
+}
+
+/// The headers an error may carry, for JSON and HTML errors alike.
+pub fn add_retry_and_allow<B>(
+    res: &mut Response<B>,
+    retry_after: Option<u64>,
+    allow: Option<&'static str>,
+) {
+    if let Some(secs) = retry_after {
+        res.headers_mut()
+            .insert(RETRY_AFTER, HeaderValue::from(secs));
+    }
+    if let Some(allow) = allow {
+        res.headers_mut()
+            .insert(ALLOW, HeaderValue::from_static(allow));
     }
 }
 

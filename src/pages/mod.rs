@@ -31,7 +31,7 @@ use std::sync::Arc;
 
 use askama::Template;
 use hyper::body::Incoming;
-use hyper::header::{ALLOW, CACHE_CONTROL, HeaderValue, LOCATION, RETRY_AFTER};
+use hyper::header::{CACHE_CONTROL, HeaderValue, LOCATION};
 use hyper::{Method, Request, Response, StatusCode};
 
 use crate::http::ConnInfo;
@@ -143,14 +143,7 @@ impl PageError {
             // The plain-text fallback of the error page itself.
             Err(_) => secure(http_body::text(self.status, self.message.clone())),
         };
-        if let Some(secs) = self.retry_after {
-            res.headers_mut()
-                .insert(RETRY_AFTER, HeaderValue::from(secs));
-        }
-        if let Some(allow) = self.allow {
-            res.headers_mut()
-                .insert(ALLOW, HeaderValue::from_static(allow));
-        }
+        crate::http::error::add_retry_and_allow(&mut res, self.retry_after, self.allow);
         res
     }
 }
