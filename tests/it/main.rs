@@ -7,6 +7,7 @@ mod capture;
 mod durability;
 mod lifecycle;
 mod limits;
+mod nginx;
 mod ui_browser;
 mod ui_pages;
 mod util;
