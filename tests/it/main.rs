@@ -5,6 +5,7 @@ mod api;
 mod browser;
 mod capture;
 mod durability;
+mod healthcheck;
 mod lifecycle;
 mod limits;
 mod nginx;
