@@ -2,8 +2,10 @@
 //! database and talks HTTP to it (see `util.rs`).
 
 mod api;
+mod backup;
 mod browser;
 mod capture;
+mod docker;
 mod durability;
 mod healthcheck;
 mod lifecycle;

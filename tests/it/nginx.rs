@@ -257,7 +257,7 @@ fn nginx_passes_captures_byte_exact_with_the_client_address() {
         "PUT {path} HTTP/1.1\r\nHost: {host}\r\nX-Dup: first\r\nX_Signature: t=1,v1=abc\r\n\
          content-TYPE: application/octet-stream\r\nX-Forwarded-For: 6.6.6.6\r\n\
          X-Real-IP: 6.6.6.6\r\nX-Forwarded-Proto: https\r\nx-dup: second\r\nX.Dotted: d\r\n\
-         X-Empty:\r\n"
+         Keep-Alive: timeout=5\r\nTE: trailers\r\nUpgrade: h2c\r\nX-Empty:\r\n"
     )
     .into_bytes();
     raw.extend_from_slice(b"X-Latin1: caf\xe9\r\n");
@@ -281,8 +281,9 @@ fn nginx_passes_captures_byte_exact_with_the_client_address() {
     // The address nginx saw, not the one the client wrote.
     assert_eq!(stored["remote_addr"], "127.0.0.1");
     // nginx puts its own headers first (replacing the client's X-Real-IP and
-    // X-Forwarded-Proto, appending to its X-Forwarded-For) and drops `Connection`; every other
-    // header follows in the client's order, with its case, duplicates and bytes.
+    // X-Forwarded-Proto, appending to its X-Forwarded-For) and drops the hop-by-hop
+    // `Connection`, `Keep-Alive`, `TE` and `Upgrade`; every other header follows in the
+    // client's order, with its case, duplicates and bytes.
     let mut expected = added_by_nginx(&host, "6.6.6.6, 127.0.0.1");
     expected.extend(pairs(&[
         ("Content-Length", &body.len().to_string()),
@@ -538,4 +539,32 @@ fn nginx_serves_healthz_and_metrics_from_loopback() {
     let res = nginx.get("/metrics");
     assert_eq!(res.status, 200);
     assert!(res.text().contains("hookbin_requests_captured_total 1"));
+}
+
+#[test]
+fn nginx_refuses_lowercase_methods_and_paths_above_the_root() {
+    let Some((s, nginx)) = start() else { return };
+    let bin = s.create_bin();
+    let host = nginx.addr;
+    for request_line in [
+        format!("post /r/{bin}/lower HTTP/1.1"),
+        format!("GET /r/{bin}/../../../etc/passwd HTTP/1.1"),
+    ] {
+        let res = nginx
+            .raw(format!("{request_line}\r\nHost: {host}\r\nConnection: close\r\n\r\n").as_bytes());
+        assert_eq!(res.status, 400, "{request_line}");
+    }
+    // Uppercase non-standard methods and `..` that stays below the root pass as sent.
+    let res = nginx.raw(
+        format!("M-SEARCH /r/{bin}/x/../y HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n")
+            .as_bytes(),
+    );
+    assert_eq!(res.status, 200, "{}", res.text());
+    let stored = s.stored(&bin, res.header("x-request-id").unwrap());
+    assert_eq!(stored["method"], "M-SEARCH");
+    assert_eq!(stored["subpath"], "/x/../y");
+    assert_eq!(
+        s.get(&format!("/api/bins/{bin}")).json()["request_count"],
+        1
+    );
 }
