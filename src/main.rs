@@ -97,8 +97,11 @@ fn serve(args: &hookbin::cli::ServeArgs) -> ExitCode {
 fn init_tracing(format: LogFormat) {
     let filter =
         EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("hookbin=info"));
+    // Colours only on a terminal: journald and `docker logs` would keep the escape codes.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(ansi)
         .with_writer(std::io::stderr);
     match format {
         LogFormat::Text => builder.init(),

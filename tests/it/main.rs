@@ -10,6 +10,7 @@ mod durability;
 mod healthcheck;
 mod lifecycle;
 mod limits;
+mod logs;
 mod nginx;
 mod ui_browser;
 mod ui_pages;
