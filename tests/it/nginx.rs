@@ -568,3 +568,42 @@ fn nginx_refuses_lowercase_methods_and_paths_above_the_root() {
         1
     );
 }
+
+#[test]
+fn nginx_keepalive_and_open_streams_do_not_hold_up_sigterm() {
+    let Some((mut s, nginx)) = start() else {
+        return;
+    };
+    let bin = s.create_bin();
+    // Idle keep-alive connections from nginx to hookbin, and an event stream open through it.
+    for _ in 0..3 {
+        let res = nginx.raw(
+            format!(
+                "POST /r/{bin} HTTP/1.1\r\nHost: {}\r\nContent-Length: 1\r\nConnection: close\r\n\r\nx",
+                nginx.addr
+            )
+            .as_bytes(),
+        );
+        assert_eq!(res.status, 200);
+    }
+    let mut stream = nginx.connect();
+    stream
+        .write_all(
+            format!(
+                "GET /api/bins/{bin}/stream HTTP/1.1\r\nHost: {}\r\n\r\n",
+                nginx.addr
+            )
+            .as_bytes(),
+        )
+        .unwrap();
+    let mut stream = BufReader::new(stream);
+    assert_eq!(read_head(&mut stream).unwrap().status, 200);
+    let started = Instant::now();
+    s.send_signal("TERM");
+    assert!(s.wait_exit().success());
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "SIGTERM took {:?} with nginx connected",
+        started.elapsed()
+    );
+}
