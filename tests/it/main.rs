@@ -12,6 +12,7 @@ mod lifecycle;
 mod limits;
 mod logs;
 mod nginx;
+mod systemd;
 mod ui_browser;
 mod ui_pages;
 mod util;
