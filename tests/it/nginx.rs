@@ -80,7 +80,10 @@ impl Nginx {
                     );
                     return Some(nginx);
                 }
-                assert!(Instant::now() < deadline, "nginx did not start listening");
+                if Instant::now() > deadline {
+                    stop(&mut child);
+                    panic!("nginx did not start listening on {addr}");
+                }
                 std::thread::sleep(Duration::from_millis(20));
             }
         }
@@ -118,13 +121,27 @@ impl Nginx {
 impl Drop for Nginx {
     fn drop(&mut self) {
         if let Some(mut child) = self.child.take() {
-            let _ = child.kill(); // SIGKILL to the master; its workers exit when it is gone
-            let _ = child.wait();
+            stop(&mut child);
         }
         if std::thread::panicking() {
             eprintln!("--- nginx error log ---\n{}", self.log());
         }
     }
+}
+
+/// Stops nginx with SIGTERM, so that the master stops its workers: they outlive a master
+/// killed with SIGKILL.
+fn stop(master: &mut Child) {
+    let _ = Command::new("kill")
+        .arg("-TERM")
+        .arg(master.id().to_string())
+        .status();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while matches!(master.try_wait(), Ok(None)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let _ = master.kill();
+    let _ = master.wait();
 }
 
 /// The nginx binary, or `None` (loudly) when it is missing outside CI.
