@@ -400,11 +400,13 @@ fn nginx_streams_events_without_buffering() {
     let Some((s, nginx)) = start() else { return };
     let bin = s.create_bin();
     let mut conn = nginx.connect();
-    // Fail fast: an event held in nginx's buffer would only arrive when the stream closes.
+    // As the bin page opens it (with a query: the location must still match), and failing
+    // fast: an event held in nginx's buffer would only arrive when the stream closes.
     conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     conn.write_all(
         format!(
-            "GET /api/bins/{bin}/stream HTTP/1.1\r\nHost: {}\r\nAccept: text/event-stream\r\n\r\n",
+            "GET /api/bins/{bin}/stream?last_event_id=0 HTTP/1.1\r\nHost: {}\r\n\
+             Accept: text/event-stream\r\n\r\n",
             nginx.addr
         )
         .as_bytes(),
