@@ -135,7 +135,6 @@ pub async fn capture(
         Err(res) => return res,
     };
     state.metrics.observe_capture(started.elapsed());
-    tracing::debug!(bin_id = %bin, request_id, method = %parts.method, size = body_size, "captured");
 
     let mut res = if read.truncated {
         state.metrics.requests_truncated.fetch_add(1, Relaxed);
@@ -159,6 +158,11 @@ pub async fn capture(
     } else {
         body::text(StatusCode::OK, "ok")
     };
+    // For the access log line (`http::handle`), which replaces a separate "captured" line.
+    res.extensions_mut().insert(crate::http::Captured {
+        request_id,
+        size: body_size,
+    });
     let h = res.headers_mut();
     h.insert("x-request-id", HeaderValue::from(request_id));
     add_cors(h, &parts.method, &parts.headers);

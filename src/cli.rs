@@ -24,6 +24,31 @@ pub struct Cli {
 pub enum Command {
     /// Run the server (the default when no subcommand is given).
     Serve(ServeArgs),
+    /// Check that a running server answers `GET /healthz` with 200: exit 0 if so, else 1.
+    /// For container health checks (the Docker image has no curl).
+    Healthcheck(HealthcheckArgs),
+}
+
+/// Flags of `hookbin healthcheck`.
+#[derive(Debug, Clone, Args)]
+pub struct HealthcheckArgs {
+    /// URL to check [default: /healthz at the listen address; 0.0.0.0 or :: mean loopback].
+    #[arg(long, value_name = "URL")]
+    pub url: Option<String>,
+
+    /// The server's listen address, read like `serve --listen` (so the same HOOKBIN_LISTEN
+    /// configures both); only used to build the default URL.
+    #[arg(
+        long,
+        env = "HOOKBIN_LISTEN",
+        value_name = "ADDR",
+        default_value = "127.0.0.1:8080"
+    )]
+    pub listen: String,
+
+    /// Give up (and exit 1) after this long.
+    #[arg(long, value_name = "DUR", default_value = "5s", value_parser = parse_duration)]
+    pub timeout: Duration,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -144,6 +169,7 @@ impl Cli {
         match &self.command {
             None => Some(&self.serve),
             Some(Command::Serve(args)) => Some(args),
+            Some(Command::Healthcheck(_)) => None,
         }
     }
 }

@@ -91,7 +91,7 @@ impl TryFrom<&ServeArgs> for Config {
 
 /// `127.0.0.1:8080`, `[::1]:0`, `localhost:8080`, or `:8080` (loopback: a tool that stores other
 /// people's secrets should not listen on every interface unless asked to).
-fn parse_listen(s: &str) -> Result<SocketAddr, String> {
+pub(crate) fn parse_listen(s: &str) -> Result<SocketAddr, String> {
     let s = s.trim();
     if let Some(port) = s.strip_prefix(':') {
         let port: u16 = port

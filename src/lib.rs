@@ -10,12 +10,14 @@
 //! - [`verify`]: webhook signature schemes, checked against captured bytes.
 //! - [`reaper`]: deletes expired bins; [`events`]: live notifications; [`metrics`].
 //! - [`model`], [`response`], [`ids`], [`clock`]: shared types and small pure helpers.
+//! - [`healthcheck`]: the `hookbin healthcheck` client for container health checks.
 
 pub mod capture;
 pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod events;
+pub mod healthcheck;
 pub mod http;
 pub mod ids;
 pub mod metrics;

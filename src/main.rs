@@ -32,6 +32,28 @@ fn main() -> ExitCode {
             let args = cli.serve_args().expect("serve arguments");
             serve(args)
         }
+        Some(Command::Healthcheck(args)) => healthcheck(args),
+    }
+}
+
+/// Exit 0 when `/healthz` answers 200, 1 when it does not, 2 for a bad flag.
+fn healthcheck(args: &hookbin::cli::HealthcheckArgs) -> ExitCode {
+    let target = match hookbin::healthcheck::target(args.url.as_deref(), &args.listen) {
+        Ok(target) => target,
+        Err(e) => {
+            eprintln!("hookbin: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match hookbin::healthcheck::check(&target, args.timeout) {
+        Ok(()) => {
+            println!("ok: {target}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("hookbin healthcheck: {target}: {e}");
+            ExitCode::FAILURE
+        }
     }
 }
 
@@ -75,8 +97,11 @@ fn serve(args: &hookbin::cli::ServeArgs) -> ExitCode {
 fn init_tracing(format: LogFormat) {
     let filter =
         EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("hookbin=info"));
+    // Colours only on a terminal: journald and `docker logs` would keep the escape codes.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(ansi)
         .with_writer(std::io::stderr);
     match format {
         LogFormat::Text => builder.init(),

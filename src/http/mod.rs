@@ -1,7 +1,10 @@
 //! HTTP routing: match on the path, dispatch to capture, the JSON API, or operations.
 //!
 //! Routing only; the handlers live in their modules. Captures are matched first: they are the
-//! hot path and own everything under `/r/`.
+//! hot path and own everything under `/r/`. [`handle`] also writes the access log line: at debug
+//! level, one per request, with the method, route kind, bin id, status, captured body size and
+//! latency. Never the path, query, headers or body: a capture URL is a bin's only secret, and
+//! webhooks carry tokens.
 
 pub mod api;
 pub mod body;
@@ -14,6 +17,7 @@ pub mod views;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
@@ -31,7 +35,103 @@ pub struct ConnInfo {
     pub tap: Arc<HeadTap>,
 }
 
+/// Put in a capture's response extensions for the access log line.
+#[derive(Debug, Clone, Copy)]
+pub struct Captured {
+    pub request_id: i64,
+    /// The body size as recorded (`body_size`).
+    pub size: u64,
+}
+
+/// What kind of endpoint a path is, for the access log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Route {
+    Capture,
+    Stream,
+    Api,
+    Operations,
+    Page,
+}
+
+impl Route {
+    fn of(path: &str) -> Route {
+        if path.starts_with("/r/") {
+            Route::Capture
+        } else if path.starts_with("/api/") && path.ends_with("/stream") {
+            Route::Stream
+        } else if path == "/api" || path.starts_with("/api/") {
+            Route::Api
+        } else if path == "/healthz" || path == "/metrics" {
+            Route::Operations
+        } else {
+            Route::Page
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Route::Capture => "capture",
+            Route::Stream => "stream",
+            Route::Api => "api",
+            Route::Operations => "operations",
+            Route::Page => "page",
+        }
+    }
+}
+
+/// The bin a path is about (`/r/{bin}`, `/api/bins/{bin}`, `/bins/{bin}`), if it is a
+/// well-formed bin id; anything else a client put there stays out of the log.
+fn bin_of(path: &str) -> Option<&str> {
+    let rest = path
+        .strip_prefix("/r/")
+        .or_else(|| path.strip_prefix("/api/bins/"))
+        .or_else(|| path.strip_prefix("/bins/"))?;
+    let bin = rest.split('/').next()?;
+    crate::ids::is_valid_bin_id(bin).then_some(bin)
+}
+
 pub async fn handle(
+    state: Arc<AppState>,
+    req: Request<Incoming>,
+    conn: Arc<ConnInfo>,
+) -> Response<Body> {
+    let started = Instant::now();
+    let method = req.method().clone();
+    let route = Route::of(req.uri().path());
+    let bin = bin_of(req.uri().path()).map(str::to_owned);
+    let res = dispatch(state, req, conn).await;
+    access_log(&method, route, bin.as_deref(), &res, started.elapsed());
+    res
+}
+
+fn access_log(
+    method: &Method,
+    route: Route,
+    bin: Option<&str>,
+    res: &Response<Body>,
+    took: Duration,
+) {
+    let status = res.status().as_u16();
+    let latency_ms = (took.as_secs_f64() * 1e6).round() / 1e3;
+    if route == Route::Operations {
+        // Health probes and scrapes every few seconds would drown everything else.
+        tracing::trace!(method = %method, route = route.name(), status, latency_ms, "request");
+        return;
+    }
+    let captured = res.extensions().get::<Captured>();
+    tracing::debug!(
+        method = %method,
+        route = route.name(),
+        bin_id = bin,
+        request_id = captured.map(|c| c.request_id),
+        size = captured.map(|c| c.size),
+        status,
+        latency_ms,
+        "request"
+    );
+}
+
+async fn dispatch(
     state: Arc<AppState>,
     req: Request<Incoming>,
     conn: Arc<ConnInfo>,
@@ -82,4 +182,26 @@ fn metrics(state: &AppState) -> Response<Body> {
         "text/plain; version=0.0.4; charset=utf-8",
         state.metrics.render(gauges),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes_and_bins_for_the_access_log() {
+        let bin = "0123456789abcdefghij";
+        assert_eq!(Route::of(&format!("/r/{bin}/x")), Route::Capture);
+        assert_eq!(Route::of(&format!("/api/bins/{bin}/stream")), Route::Stream);
+        assert_eq!(Route::of("/api/bins"), Route::Api);
+        assert_eq!(Route::of("/healthz"), Route::Operations);
+        assert_eq!(Route::of("/"), Route::Page);
+        assert_eq!(bin_of(&format!("/r/{bin}/secret/path?q=1")), Some(bin));
+        assert_eq!(bin_of(&format!("/api/bins/{bin}/requests")), Some(bin));
+        assert_eq!(bin_of(&format!("/bins/{bin}")), Some(bin));
+        // Whatever a client puts where a bin id goes is not logged unless it is one.
+        assert_eq!(bin_of("/r/Not-A-Bin-Id/x"), None);
+        assert_eq!(bin_of("/api/bins"), None);
+        assert_eq!(bin_of("/elsewhere"), None);
+    }
 }

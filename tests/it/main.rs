@@ -2,11 +2,17 @@
 //! database and talks HTTP to it (see `util.rs`).
 
 mod api;
+mod backup;
 mod browser;
 mod capture;
+mod docker;
 mod durability;
+mod healthcheck;
 mod lifecycle;
 mod limits;
+mod logs;
+mod nginx;
+mod systemd;
 mod ui_browser;
 mod ui_pages;
 mod util;

@@ -40,7 +40,8 @@ impl Server {
             .unwrap_or_else(|log| panic!("hookbin did not start:\n{log}"))
     }
 
-    /// Starts with extra environment variables; `Err(log)` if it exits or never listens.
+    /// Starts with extra environment variables (an empty value removes the variable, e.g.
+    /// `RUST_LOG` for the default level); `Err(log)` if it exits or never listens.
     pub fn try_start(db: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<Server, String> {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_hookbin"));
         cmd.arg("--listen")
@@ -53,7 +54,11 @@ impl Server {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         for (k, v) in env {
-            cmd.env(k, v);
+            if v.is_empty() {
+                cmd.env_remove(k);
+            } else {
+                cmd.env(k, v);
+            }
         }
         let mut child = cmd.spawn().expect("spawn hookbin");
         let log = Arc::new(Mutex::new(String::new()));
@@ -267,7 +272,10 @@ impl Drop for Server {
 
 fn listening_addr(log: &str) -> Option<SocketAddr> {
     let rest = &log[log.find("listening on http://")? + "listening on http://".len()..];
-    let end = rest.find(|c: char| c.is_whitespace()).unwrap_or(rest.len());
+    // Ends at a space (text format) or a quote (`--log-format json`).
+    let end = rest
+        .find(|c: char| c.is_whitespace() || c == '"')
+        .unwrap_or(rest.len());
     rest[..end].parse().ok()
 }
 
