@@ -3,7 +3,7 @@
 //! Expired bins already answer 404 before they are reaped (every lookup compares `expires_at`
 //! with now); reaping reclaims their space. Each step is one short transaction, queued like any
 //! other write, so captures wait at most one step. The step size adapts to keep each step near
-//! [`STEP_TARGET`], whatever the row sizes, and after each step the reaper pauses as long as the
+//! `STEP_TARGET` (10 ms), whatever the row sizes, and after each step the reaper pauses as long as the
 //! step took: it never has more than about half of the writer's time, so captures keep flowing.
 
 use std::sync::Arc;
