@@ -8,6 +8,7 @@
 //! - [`rawhead`]: keeps header order and case, which hyper's `HeaderMap` loses.
 //! - [`storage`]: SQLite (one writer thread with group commit, a read-only pool).
 //! - [`reaper`]: deletes expired bins; [`events`]: live notifications; [`metrics`].
+//! - [`render`]: pure renderers of captured requests: copy-as-curl and HAR export.
 //! - [`model`], [`response`], [`ids`], [`clock`]: shared types and small pure helpers.
 
 pub mod capture;
@@ -23,6 +24,7 @@ pub mod pages;
 pub mod ratelimit;
 pub mod rawhead;
 pub mod reaper;
+pub mod render;
 pub mod response;
 pub mod server;
 pub mod shutdown;

@@ -3,5 +3,8 @@
 
 mod api;
 mod capture;
+mod curl_props;
+mod curl_roundtrip;
 mod lifecycle;
+mod replay_support;
 mod util;
