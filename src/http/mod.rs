@@ -7,6 +7,7 @@ pub mod api;
 pub mod body;
 pub mod client;
 pub mod error;
+pub mod replay;
 pub mod stream;
 pub mod views;
 

@@ -3,8 +3,10 @@
 
 mod api;
 mod capture;
+mod curl_api;
 mod curl_props;
 mod curl_roundtrip;
+mod export;
 mod lifecycle;
 mod replay_support;
 mod util;
