@@ -8,6 +8,7 @@
 //! - [`rawhead`]: keeps header order and case, which hyper's `HeaderMap` loses.
 //! - [`storage`]: SQLite (one writer thread with group commit, a read-only pool).
 //! - [`reaper`]: deletes expired bins; [`events`]: live notifications; [`metrics`].
+//! - [`forward`]: the `hookbin forward` client (follows a bin, replays to a local server).
 //! - [`render`]: pure renderers of captured requests: copy-as-curl and HAR export.
 //! - [`model`], [`response`], [`ids`], [`clock`]: shared types and small pure helpers.
 
@@ -16,6 +17,7 @@ pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod events;
+pub mod forward;
 pub mod http;
 pub mod ids;
 pub mod metrics;

@@ -7,6 +7,7 @@ mod curl_api;
 mod curl_props;
 mod curl_roundtrip;
 mod export;
+mod forward;
 mod lifecycle;
 mod replay_support;
 mod util;
