@@ -21,7 +21,7 @@ pub mod sse;
 pub mod urls;
 
 use std::io::Write;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
@@ -34,6 +34,8 @@ use urls::{BinUrl, LocalUrl};
 
 const BACKOFF_START: Duration = Duration::from_millis(500);
 const BACKOFF_MAX: Duration = Duration::from_secs(10);
+/// A stream that stayed open this long counts as healthy when it drops.
+const HEALTHY_STREAM: Duration = Duration::from_secs(10);
 
 /// Why `forward` stopped.
 #[derive(Debug, thiserror::Error)]
@@ -298,9 +300,17 @@ impl Follower {
                             self.last_id
                         );
                     }
-                    backoff = BACKOFF_START;
+                    let (opened, before) = (Instant::now(), self.last_id);
                     let reason = self.drain_stream(&mut stream, out).await?;
-                    eprintln!("hookbin forward: {reason}; reconnecting");
+                    // A stream that worked for a while starts the backoff over; one that fails
+                    // at once every time (say a fetch that keeps failing) backs off further.
+                    if self.last_id != before || opened.elapsed() >= HEALTHY_STREAM {
+                        backoff = BACKOFF_START;
+                    }
+                    eprintln!(
+                        "hookbin forward: {reason}; reconnecting in {} ms",
+                        backoff.as_millis()
+                    );
                 }
                 Err(e) if e.is_not_found() => return Err(Stop::BinGone),
                 Err(CallError::Status { status, message })
@@ -313,10 +323,10 @@ impl Follower {
                         "hookbin forward: cannot open the stream ({e}); retrying in {} ms",
                         backoff.as_millis()
                     );
-                    tokio::time::sleep(backoff).await;
-                    backoff = (backoff * 2).min(BACKOFF_MAX);
                 }
             }
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(BACKOFF_MAX);
             lost = true;
         }
     }
