@@ -1,7 +1,8 @@
 //! Command-line interface: the raw flags as clap parses them.
 //!
 //! Every `serve` flag has a `HOOKBIN_*` environment variable; a flag wins over its variable (clap's
-//! rule). Nothing below `config.rs` sees these types: [`crate::config::Config`] is built from them.
+//! rule). `forward` is a client run by hand, so its flags have none. Nothing below `config.rs`
+//! sees the serve types: [`crate::config::Config`] is built from them.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -27,6 +28,15 @@ pub enum Command {
     /// Check that a running server answers `GET /healthz` with 200: exit 0 if so, else 1.
     /// For container health checks (the Docker image has no curl).
     Healthcheck(HealthcheckArgs),
+
+    /// Follow a bin and replay every new request to a local URL, byte-exact.
+    ///
+    /// Each request captured after the start is fetched in full and sent to LOCAL_URL plus its
+    /// subpath and query, with the same method, headers (minus hop-by-hop ones; Host and
+    /// Content-Length are set for the target) and body bytes, so signatures still verify. One line
+    /// per replay goes to stdout: capture time, method, local path, local status, latency. A lost
+    /// connection to the bin is resumed without losing or repeating requests.
+    Forward(ForwardArgs),
 }
 
 /// Flags of `hookbin healthcheck`.
@@ -155,6 +165,31 @@ pub struct ServeArgs {
     pub log_format: LogFormat,
 }
 
+/// Arguments of `hookbin forward`.
+#[derive(Debug, Clone, Args)]
+pub struct ForwardArgs {
+    /// The bin to follow: its capture URL (`https://HOST/r/BIN`) or inspector URL (`/bins/BIN`).
+    #[arg(value_name = "BIN_URL")]
+    pub bin_url: String,
+
+    /// Where to replay: `http://HOST[:PORT][/PATH]`; the captured subpath and query are appended.
+    #[arg(long, value_name = "LOCAL_URL")]
+    pub to: String,
+
+    /// Replay the bin's latest request once, then exit.
+    #[arg(long)]
+    pub once: bool,
+
+    /// How long to wait for the local server's response status.
+    #[arg(long, value_name = "DUR", default_value = "30s", value_parser = parse_duration)]
+    pub timeout: Duration,
+
+    /// PEM file of extra CA certificates to trust for an https BIN_URL (a private CA or a
+    /// self-signed certificate); the bundled web PKI roots are trusted as well.
+    #[arg(long, value_name = "PATH")]
+    pub ca_cert: Option<PathBuf>,
+}
+
 fn parse_duration(s: &str) -> Result<Duration, String> {
     let d = humantime::parse_duration(s.trim()).map_err(|e| e.to_string())?;
     if d.is_zero() {
@@ -169,7 +204,7 @@ impl Cli {
         match &self.command {
             None => Some(&self.serve),
             Some(Command::Serve(args)) => Some(args),
-            Some(Command::Healthcheck(_)) => None,
+            Some(Command::Healthcheck(_) | Command::Forward(_)) => None,
         }
     }
 }

@@ -9,6 +9,8 @@
 //! - [`storage`]: SQLite (one writer thread with group commit, a read-only pool).
 //! - [`verify`]: webhook signature schemes, checked against captured bytes.
 //! - [`reaper`]: deletes expired bins; [`events`]: live notifications; [`metrics`].
+//! - [`forward`]: the `hookbin forward` client (follows a bin, replays to a local server).
+//! - [`render`]: pure renderers of captured requests: copy-as-curl and HAR export.
 //! - [`model`], [`response`], [`ids`], [`clock`]: shared types and small pure helpers.
 //! - [`healthcheck`]: the `hookbin healthcheck` client for container health checks.
 
@@ -17,6 +19,7 @@ pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod events;
+pub mod forward;
 pub mod healthcheck;
 pub mod http;
 pub mod ids;
@@ -26,6 +29,7 @@ pub mod pages;
 pub mod ratelimit;
 pub mod rawhead;
 pub mod reaper;
+pub mod render;
 pub mod response;
 pub mod server;
 pub mod shutdown;

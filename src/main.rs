@@ -28,6 +28,7 @@ fn main() -> ExitCode {
         }
     };
     match &cli.command {
+        Some(Command::Forward(args)) => forward(args),
         None | Some(Command::Serve(_)) => {
             let args = cli.serve_args().expect("serve arguments");
             serve(args)
@@ -53,6 +54,39 @@ fn healthcheck(args: &hookbin::cli::HealthcheckArgs) -> ExitCode {
         Err(e) => {
             eprintln!("hookbin healthcheck: {target}: {e}");
             ExitCode::FAILURE
+        }
+    }
+}
+
+/// `hookbin forward`: replay lines on stdout, everything else on stderr. Ctrl-C (or SIGTERM)
+/// stops it between two writes of a line and exits 0.
+fn forward(args: &hookbin::cli::ForwardArgs) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("hookbin: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async {
+        let mut stdout = std::io::stdout();
+        tokio::select! {
+            result = hookbin::forward::run(args, &mut stdout) => Some(result),
+            _ = hookbin::shutdown::os_signal() => None,
+        }
+    });
+    match result {
+        None => {
+            eprintln!("hookbin forward: stopped");
+            ExitCode::SUCCESS
+        }
+        Some(Ok(())) => ExitCode::SUCCESS,
+        Some(Err(e)) => {
+            eprintln!("hookbin forward: {e}");
+            ExitCode::from(e.exit_code())
         }
     }
 }

@@ -72,6 +72,14 @@ pub async fn route(state: &Arc<AppState>, req: Request<Incoming>, conn: &ConnInf
             Method::POST => super::signature::verify(state, req, bin, id).await,
             _ => Err(ApiError::method_not_allowed("POST")),
         },
+        ["bins", bin, "requests", id, "curl"] => match method {
+            _ if get => super::replay::curl(state, &req, bin, id).await,
+            _ => Err(ApiError::method_not_allowed("GET")),
+        },
+        ["bins", bin, "export"] => match method {
+            _ if get => super::replay::export(state, &req, bin).await,
+            _ => Err(ApiError::method_not_allowed("GET")),
+        },
         ["bins", bin, "stream"] => match method {
             _ if get => super::stream::stream(state, &req, bin).await,
             _ => Err(ApiError::method_not_allowed("GET")),

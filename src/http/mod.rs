@@ -10,6 +10,7 @@ pub mod api;
 pub mod body;
 pub mod client;
 pub mod error;
+pub mod replay;
 pub mod signature;
 pub mod stream;
 pub mod views;

@@ -3,7 +3,8 @@
 //! Each event is `id: {request id}`, `event: request`, `data: Summary`. A client that reconnects
 //! with `Last-Event-ID` (or `?last_event_id=`) first gets every request after that id from the
 //! database, then live ones, with no gap and no duplicate: the subscription starts before the
-//! replay query, and live events at or below the last id sent are skipped.
+//! replay query, and live events at or below the last id sent are skipped. `Last-Event-ID: 0`
+//! replays the whole bin.
 
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -62,7 +63,8 @@ fn last_event_id(req: &Request<Incoming>) -> Result<Option<i64>, ApiError> {
     };
     match raw.as_deref() {
         None | Some("") => Ok(None),
-        // "0": everything from the start (a page rendered while the bin was still empty).
+        // "0": everything from the start: a page rendered while the bin was still empty, or
+        // `hookbin forward` resuming after losing the stream before the first event.
         Some("0") => Ok(Some(0)),
         Some(s) => ids::parse_request_id(s).map(Some).ok_or_else(|| {
             ApiError::bad_request(

@@ -55,6 +55,13 @@ pub fn request(r: &StoredRequest) -> Value {
         .iter()
         .map(|h| [h.name.clone(), h.value_lossy().into_owned()])
         .collect();
+    // Additive to API.md's Request: the exact value bytes, which `headers` shows lossily when a
+    // value is not UTF-8 (obs-text). `hookbin forward` replays from this.
+    let headers_base64: Vec<[String; 2]> = r
+        .headers
+        .iter()
+        .map(|h| [h.name.clone(), STANDARD.encode(&h.value)])
+        .collect();
     let params: Vec<[String; 2]> = query_params(&r.query)
         .into_iter()
         .map(|(k, v)| [k, v])
@@ -63,6 +70,7 @@ pub fn request(r: &StoredRequest) -> Value {
         "http_version": r.http_version,
         "query_params": params,
         "headers": headers,
+        "headers_base64": headers_base64,
         "body_base64": STANDARD.encode(&r.body),
         "body_text": std::str::from_utf8(&r.body).ok(),
         "body_truncated": r.body_truncated,

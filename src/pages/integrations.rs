@@ -1,19 +1,18 @@
 //! The two request-detail features whose engines live in other modules: copy-as-curl
-//! (`crate::render::curl`) and signature verification (`crate::verify`).
-//!
-//! Until the curl renderer lands, `curl_for` answers `None` and the pages leave that section
-//! out. Wiring it is a change to this file only: the templates, routes and JavaScript use it.
+//! (`crate::render::curl`) and signature verification (`crate::verify`), in the shapes the
+//! pages show.
 
 use crate::model::StoredRequest;
 
 /// The request as one shell command line, aimed at `target` (a base URL such as
-/// `http://localhost:3000`) when given, else at the bin URL under `original_base`.
-/// `None` while the curl renderer is not available (the curl section is then hidden).
-pub fn curl_for(req: &StoredRequest, original_base: &str, target: Option<&str>) -> Option<String> {
-    // TODO(curl): call crate::render::curl::curl_command once merged:
-    //     crate::render::curl::curl_command(req, original_base, target).ok()
-    let _ = (req, original_base, target);
-    None
+/// `http://localhost:3000`) when given, else at the bin URL under `original_base`; `Err` is a
+/// sentence for the page (a target that is not an absolute http(s) URL, say).
+pub fn curl_for(
+    req: &StoredRequest,
+    original_base: &str,
+    target: Option<&str>,
+) -> Result<String, String> {
+    crate::render::curl::curl_command(req, original_base, target).map_err(|e| e.to_string())
 }
 
 /// The answer of a signature check, as the page shows it (the fields of

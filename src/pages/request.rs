@@ -52,7 +52,7 @@ pub struct Detail {
     pub query: Vec<(String, String)>,
     pub headers: Vec<HeaderRow>,
     pub body: BodyView,
-    pub curl: Option<String>,
+    pub curl: Result<String, String>,
     pub curl_target: String,
     /// Where the curl target form sends its GET (the page showing this detail).
     pub curl_form_action: String,
@@ -264,17 +264,13 @@ mod tests {
         .unwrap()
     }
 
-    // The curl and verify sections are hidden until their engines are wired in
-    // integrations.rs; these render them as they will look then.
     #[test]
     fn curl_section_renders_escaped_with_its_target_form() {
         let mut d = Detail::new(&stored(), "http://h", Some("http://localhost:3000"), true);
-        // Shown exactly when the curl renderer answers (hidden while it is a stub).
-        assert_eq!(
-            render(d_clone(&d)).contains("curl-section"),
-            d.curl.is_some()
-        );
-        d.curl = Some("curl -H 'X: <b>' 'http://localhost:3000/hook'".into());
+        let real = render(d_clone(&d));
+        assert!(real.contains("id=\"curl-section\""));
+        assert!(real.contains("http://localhost:3000/hook"), "{real}");
+        d.curl = Ok("curl -H 'X: <b>' 'http://localhost:3000/hook'".into());
         let html = render(d);
         assert!(html.contains(
             "id=\"curl-command\" data-api=\"/api/bins/0123456789abcdefghij/requests/7/curl\""
@@ -282,6 +278,17 @@ mod tests {
         assert!(html.contains("curl -H &#39;X: &#60;b&#62;&#39;"), "{html}");
         assert!(html.contains("value=\"http://localhost:3000\""));
         assert!(html.contains("action=\"/bins/0123456789abcdefghij/requests/7\""));
+    }
+
+    #[test]
+    fn a_bad_curl_target_is_explained_and_can_be_corrected() {
+        let html = render(Detail::new(&stored(), "http://h", Some("ftp://x"), true));
+        assert!(html.contains("role=\"alert\""), "{html}");
+        assert!(!html.contains("id=\"curl-command\""));
+        assert!(
+            html.contains("value=\"ftp://x\""),
+            "the form keeps the typed target"
+        );
     }
 
     #[test]

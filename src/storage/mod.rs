@@ -325,6 +325,30 @@ impl Store {
         self.reads.run(move |c| read::all_requests(c, &bin)).await
     }
 
+    /// The highest request id of the bin so far, `0` when it has none.
+    pub async fn last_request_id(&self, bin: &str) -> Result<i64, StoreError> {
+        let bin = bin.to_owned();
+        self.reads
+            .run(move |c| read::last_request_id(c, &bin))
+            .await
+    }
+
+    /// Requests with `after < id <= upto`, oldest first, in pages bounded by rows and by body
+    /// bytes (the row that crosses `max_bytes` is the last): export streams a bin page by page.
+    pub async fn requests_page(
+        &self,
+        bin: &str,
+        after: i64,
+        upto: i64,
+        max_rows: usize,
+        max_bytes: usize,
+    ) -> Result<Vec<StoredRequest>, StoreError> {
+        let bin = bin.to_owned();
+        self.reads
+            .run(move |c| read::requests_page(c, &bin, after, upto, max_rows, max_bytes))
+            .await
+    }
+
     /// `false` if the bin had no such request.
     pub async fn delete_request(&self, bin: &str, id: i64) -> Result<bool, StoreError> {
         let bin = bin.to_owned();

@@ -205,3 +205,38 @@ pub fn all_requests(conn: &Connection, bin: &str) -> rusqlite::Result<Vec<Stored
     .query_map([bin], request_from_row)?
     .collect()
 }
+
+/// The highest request id of the bin, `0` when it has none.
+pub fn last_request_id(conn: &Connection, bin: &str) -> rusqlite::Result<i64> {
+    conn.prepare_cached("SELECT COALESCE(MAX(id), 0) FROM bin_requests WHERE bin_id = ?1")?
+        .query_row([bin], |row| row.get(0))
+}
+
+/// Requests with `after < id <= upto`, oldest first: at most `max_rows`, and no more rows once
+/// their bodies add up to `max_bytes` (the row that crosses it is included, so a page is never
+/// empty while rows remain).
+pub fn requests_page(
+    conn: &Connection,
+    bin: &str,
+    after: i64,
+    upto: i64,
+    max_rows: usize,
+    max_bytes: usize,
+) -> rusqlite::Result<Vec<StoredRequest>> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {REQUEST_COLUMNS} FROM bin_requests
+         WHERE bin_id = ?1 AND id > ?2 AND id <= ?3 ORDER BY id LIMIT ?4"
+    ))?;
+    let mut rows = stmt.query(params![bin, after, upto, max_rows as i64])?;
+    let mut page = Vec::new();
+    let mut bytes = 0usize;
+    while let Some(row) = rows.next()? {
+        let request = request_from_row(row)?;
+        bytes = bytes.saturating_add(request.body.len());
+        page.push(request);
+        if bytes >= max_bytes {
+            break;
+        }
+    }
+    Ok(page)
+}

@@ -543,3 +543,18 @@ fn informational_custom_statuses_are_accepted_but_answered_plainly() {
         );
     }
 }
+
+#[test]
+fn event_stream_last_event_id_0_replays_the_whole_bin() {
+    let s = Server::start(&[]);
+    let bin = s.create_bin();
+    let a = s.capture(&bin, b"a");
+    let b = s.capture(&bin, b"b");
+    let mut all = EventReader::open(&s, &bin, Some("0"));
+    assert_eq!(all.next().0, a);
+    assert_eq!(all.next().0, b);
+    let c = s.capture(&bin, b"c");
+    assert_eq!(all.next().0, c);
+    s.get(&format!("/api/bins/{bin}/stream?last_event_id=00"))
+        .assert_error(400, "invalid_last_event_id");
+}

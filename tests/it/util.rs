@@ -43,9 +43,24 @@ impl Server {
     /// Starts with extra environment variables (an empty value removes the variable, e.g.
     /// `RUST_LOG` for the default level); `Err(log)` if it exits or never listens.
     pub fn try_start(db: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<Server, String> {
+        Server::try_start_listening(db, "127.0.0.1:0", args, env)
+    }
+
+    /// A server on an existing database and a given address (to restart one on its old port).
+    pub fn start_at(db: &Path, listen: SocketAddr, args: &[&str]) -> Server {
+        Server::try_start_listening(db, &listen.to_string(), args, &[])
+            .unwrap_or_else(|log| panic!("hookbin did not start:\n{log}"))
+    }
+
+    fn try_start_listening(
+        db: &Path,
+        listen: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Result<Server, String> {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_hookbin"));
         cmd.arg("--listen")
-            .arg("127.0.0.1:0")
+            .arg(listen)
             .arg("--db")
             .arg(db)
             .args(args)
