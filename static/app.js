@@ -121,7 +121,7 @@
   function copyCurl() {
     const pre = $('#curl-command');
     if (!pre) {
-      announce('Copy as curl is not available on this server yet');
+      announce('No curl command for this request');
       return;
     }
     copyText(pre.textContent.trim()).then((ok) => announce(ok ? 'Copied the request as curl' : 'Could not copy'));

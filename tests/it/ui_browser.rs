@@ -601,3 +601,48 @@ fn ui_pages_work_without_javascript() {
     page.screenshot("bin-desktop-nojs");
     assert_no_problems(&page);
 }
+
+#[test]
+fn ui_copy_as_curl_follows_the_target_field_and_remembers_it() {
+    let server = Server::start(&[]);
+    let Some(browser) = Browser::launch() else {
+        return;
+    };
+    let bin = server.create_bin();
+    let head = format!(
+        "POST /r/{bin}/hooks/stripe?x=1 HTTP/1.1\nHost: h\nX-Sig: t=1,v1=abc\nConnection: close\n"
+    );
+    let id = send(&server, &head, b"{\"a\": \"it's\"}\n");
+    let page = browser.new_page(DESKTOP.0, DESKTOP.1);
+    page.goto(&server.url(&format!("/bins/{bin}/requests/{id}")));
+    let command = || page.text("#curl-command").unwrap_or_default();
+    // Server-rendered: aimed at the bin itself, exactly what the API answers.
+    let api = server
+        .get(&format!("/api/bins/{bin}/requests/{id}/curl"))
+        .text();
+    assert_eq!(command().trim(), api.trim());
+
+    // Typing a target and pressing Update rewrites it in place (fetch, no navigation).
+    mark_document(&page);
+    page.eval("document.querySelector('#curl-target').value = 'http://localhost:3000/webhooks'");
+    page.eval("document.querySelector('#curl-target').form.requestSubmit()");
+    page.wait_for(
+        "document.querySelector('#curl-command').textContent.includes('http://localhost:3000/webhooks/hooks/stripe?x=1')",
+        "the command aimed at the target",
+    );
+    assert_same_document(&page);
+    let aimed = server
+        .get(&format!(
+            "/api/bins/{bin}/requests/{id}/curl?target=http%3A%2F%2Flocalhost%3A3000%2Fwebhooks"
+        ))
+        .text();
+    assert_eq!(command().trim(), aimed.trim());
+
+    // The target is remembered by this browser: the next page comes up aimed at it.
+    page.goto(&server.url(&format!("/bins/{bin}/requests/{id}")));
+    page.wait_for(
+        "document.querySelector('#curl-command').textContent.includes('localhost:3000/webhooks')",
+        "the remembered target",
+    );
+    assert_no_problems(&page);
+}
