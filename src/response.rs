@@ -6,22 +6,12 @@
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::model::is_hop_by_hop;
+
 /// Longest body a custom response may carry.
 pub const MAX_BODY: usize = 64 * 1024;
 /// Longest delay before answering, in milliseconds.
 pub const MAX_DELAY_MS: u64 = 30_000;
-
-/// Headers the server must own: hop-by-hop ones (RFC 9110 §7.6.1) and the body framing.
-const FORBIDDEN_HEADERS: &[&str] = &[
-    "connection",
-    "keep-alive",
-    "proxy-connection",
-    "te",
-    "trailer",
-    "transfer-encoding",
-    "upgrade",
-    "content-length",
-];
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ResponseSpec {
@@ -146,7 +136,8 @@ fn header(item: &Value, field: &str) -> Result<(String, String), SpecError> {
     if hyper::header::HeaderName::from_bytes(name.as_bytes()).is_err() {
         return Err(err(format!("{field}[0]"), "is not a valid header name"));
     }
-    if FORBIDDEN_HEADERS.contains(&name.to_ascii_lowercase().as_str()) {
+    // The server owns the connection (hop-by-hop headers) and the body framing.
+    if is_hop_by_hop(name) || name.eq_ignore_ascii_case("content-length") {
         return Err(err(
             format!("{field}[0]"),
             format!("{name} is set by the server and cannot be customised"),

@@ -4,7 +4,7 @@
 //! breaks signatures over headers and anything that cares about order. So the request head is
 //! written here, byte by byte: the request line, `Host` for the target, every captured header in
 //! received order with its exact name and value bytes (minus the hop-by-hop headers and the
-//! framing headers in [`DROPPED_HEADERS`]), `Content-Length` when a body is sent, then the body.
+//! framing headers, see [`is_dropped`]), `Content-Length` when a body is sent, then the body.
 //! Only the status line of the answer is needed; the rest of the response is read and discarded
 //! in the background so the local server is not reset mid-write.
 
@@ -15,7 +15,7 @@ use tokio::net::TcpStream;
 
 use super::urls::LocalUrl;
 use crate::model::{HeaderPair, StoredRequest};
-use crate::render::curl::DROPPED_HEADERS;
+use crate::render::curl::is_dropped;
 
 /// Largest response head read from the local server.
 const MAX_RESPONSE_HEAD: usize = 64 * 1024;
@@ -43,10 +43,6 @@ pub fn sends_body(req: &StoredRequest) -> bool {
             h.name.eq_ignore_ascii_case("content-length")
                 || h.name.eq_ignore_ascii_case("transfer-encoding")
         })
-}
-
-fn is_dropped(name: &str) -> bool {
-    DROPPED_HEADERS.iter().any(|d| d.eq_ignore_ascii_case(name))
 }
 
 /// RFC 9110 `token`: a method or header name.

@@ -40,7 +40,7 @@
 //!
 //! # Headers
 //!
-//! Dropped: hop-by-hop headers ([`DROPPED_HEADERS`]) and `Host`/`Content-Length`, which curl
+//! Dropped: hop-by-hop headers ([`is_dropped`]) and `Host`/`Content-Length`, which curl
 //! derives from the URL and the body. Headers curl would add by itself although the original lacked
 //! them (`User-Agent`, `Accept`, and with a body `Expect` and the form `Content-Type`) are
 //! suppressed with `-H 'Name:'`. An empty value is sent as `-H 'Name;'`, curl's syntax for an empty
@@ -55,21 +55,7 @@
 //! percent-encodes non-ASCII; for such paths the URL names only the origin and `--request-target`
 //! carries the exact path and query.
 
-use crate::model::{HeaderPair, StoredRequest};
-
-/// Hop-by-hop headers (RFC 9110 §7.6.1 and the legacy ones) that a replay must not forward.
-pub const DROPPED_HEADERS: &[&str] = &[
-    "connection",
-    "keep-alive",
-    "proxy-connection",
-    "te",
-    "trailer",
-    "transfer-encoding",
-    "upgrade",
-    // Not hop-by-hop, but curl computes them from the URL and the body.
-    "content-length",
-    "host",
-];
+use crate::model::{HeaderPair, StoredRequest, find_header, is_hop_by_hop};
 
 /// Headers curl adds on its own to every request; suppressed when the original lacked them.
 const CURL_DEFAULT_HEADERS: &[&str] = &["User-Agent", "Accept"];
@@ -231,12 +217,12 @@ fn version_flag(http_version: &str) -> &'static str {
     }
 }
 
-fn is_dropped(name: &str) -> bool {
-    DROPPED_HEADERS.iter().any(|d| d.eq_ignore_ascii_case(name))
-}
-
-fn has_header(headers: &[HeaderPair], name: &str) -> bool {
-    headers.iter().any(|h| h.name.eq_ignore_ascii_case(name))
+/// Whether a replay leaves header `name` out: hop-by-hop headers, and `Content-Length` and
+/// `Host`, which the replaying client computes from the body and the URL.
+pub fn is_dropped(name: &str) -> bool {
+    is_hop_by_hop(name)
+        || name.eq_ignore_ascii_case("content-length")
+        || name.eq_ignore_ascii_case("host")
 }
 
 /// `-H 'Name:'` for each header curl would add by itself that the original did not have.
@@ -251,7 +237,7 @@ fn suppression_args(headers: &[HeaderPair], sends_body: bool) -> Vec<String> {
     CURL_DEFAULT_HEADERS
         .iter()
         .chain(with_body)
-        .filter(|n| !has_header(headers, n))
+        .filter(|n| find_header(headers, n).is_none())
         .flat_map(|n| ["-H".to_string(), sh_quote(&format!("{n}:"))])
         .collect()
 }

@@ -473,11 +473,13 @@ impl Receiver {
                         std::thread::spawn(move || {
                             let _ = stream.set_nonblocking(false);
                             if let Ok((captured, mut stream)) = read_one(stream) {
+                                // Record before answering: once forward has its status it sends
+                                // the next request, whose thread must not overtake this one.
+                                let _ = tx.send(captured);
                                 let _ = stream.write_all(
                                     format!("HTTP/1.1 {status} X\r\nContent-Length: 0\r\n\r\n")
                                         .as_bytes(),
                                 );
-                                let _ = tx.send(captured);
                             }
                         });
                     }
