@@ -558,3 +558,41 @@ fn event_stream_last_event_id_0_replays_the_whole_bin() {
     s.get(&format!("/api/bins/{bin}/stream?last_event_id=00"))
         .assert_error(400, "invalid_last_event_id");
 }
+
+#[test]
+fn delayed_responses_hold_no_worker_or_database_connection() {
+    let s = Server::start(&[]);
+    let slow = s.create_bin_with(r#"{"response": {"status": 202, "delay_ms": 3000}}"#)["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let fast = s.create_bin();
+    let finished = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        // Far more delayed requests than the runtime has worker threads or the pool connections.
+        let delayed: Vec<_> = (0..32)
+            .map(|_| {
+                scope.spawn(|| {
+                    let res = s.request("POST", &format!("/r/{slow}"), &[], b"x");
+                    finished.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    res.status
+                })
+            })
+            .collect();
+        s.eventually("all delayed captures are committed", || {
+            s.get(&format!("/api/bins/{slow}")).json()["request_count"] == 32
+        });
+        // While all of them wait out their delay, the server captures, reads and lists.
+        s.capture(&fast, b"not held up");
+        assert_eq!(s.list_all(&fast, 10).len(), 1);
+        assert_eq!(s.get("/healthz").status, 200);
+        assert_eq!(
+            finished.load(std::sync::atomic::Ordering::SeqCst),
+            0,
+            "a delayed response finished before the others were served: delays are not concurrent"
+        );
+        for handle in delayed {
+            assert_eq!(handle.join().unwrap(), 202);
+        }
+    });
+}
