@@ -187,15 +187,14 @@ async fn persist(state: &AppState, request: StoredRequest) -> Result<i64, Respon
             return Err(ApiError::from(e).into_response());
         }
     };
-    match pending.await {
-        Ok(Ok(CaptureOutcome::Stored { id, evicted })) => {
+    match pending.outcome().await {
+        Ok(CaptureOutcome::Stored { id, evicted }) => {
             state.metrics.requests_captured.fetch_add(1, Relaxed);
             state.metrics.requests_evicted.fetch_add(evicted, Relaxed);
             Ok(id)
         }
-        Ok(Ok(CaptureOutcome::BinGone)) => Err(ApiError::bin_not_found().into_response()),
-        Ok(Err(e)) => Err(ApiError::from(e).into_response()),
-        Err(_) => Err(ApiError::from(StoreError::Closed).into_response()),
+        Ok(CaptureOutcome::BinGone) => Err(ApiError::bin_not_found().into_response()),
+        Err(e) => Err(ApiError::from(e).into_response()),
     }
 }
 

@@ -59,6 +59,22 @@ impl StoreError {
     }
 }
 
+/// A queued capture; [`PendingCapture::outcome`] resolves once its batch is committed.
+#[derive(Debug)]
+pub struct PendingCapture(
+    oneshot::Receiver<(Result<CaptureOutcome, StoreError>, Box<writer::NewCapture>)>,
+);
+
+impl PendingCapture {
+    pub async fn outcome(self) -> Result<CaptureOutcome, StoreError> {
+        match self.0.await {
+            // The request's buffers are dropped here, on the caller's thread.
+            Ok((outcome, _capture)) => outcome,
+            Err(_) => Err(StoreError::Closed),
+        }
+    }
+}
+
 /// Settings for [`Store::open`].
 #[derive(Debug, Clone)]
 pub struct StoreConfig {
@@ -85,7 +101,7 @@ pub struct Store {
     path: PathBuf,
 }
 
-/// The background threads of a [`Store`]: the writer, and the checkpointer behind it.
+/// The background threads of a [`Store`]: the writer, and the checkpointer beside it.
 #[derive(Debug)]
 pub struct WriterThread {
     writer: std::thread::JoinHandle<()>,
@@ -94,16 +110,16 @@ pub struct WriterThread {
 }
 
 impl WriterThread {
-    /// Waits until every queued write has been committed and the writer has exited, then lets
-    /// the checkpointer fold the WAL into the database file. Call after dropping every `Store`
-    /// handle, or this waits forever.
+    /// Waits until every queued write has been committed, the WAL folded into the database file,
+    /// and both threads have exited. Call after dropping every `Store` handle, or this waits
+    /// forever.
     pub fn join(self) {
-        if self.writer.join().is_err() {
-            tracing::error!("the database writer thread panicked");
-        }
         drop(self.stop_checkpoints);
         if self.checkpointer.join().is_err() {
             tracing::error!("the checkpoint thread panicked");
+        }
+        if self.writer.join().is_err() {
+            tracing::error!("the database writer thread panicked");
         }
     }
 }
@@ -124,15 +140,17 @@ impl Store {
             path: config.path.display().to_string(),
             reason: format!("cannot start a database thread: {e}"),
         };
+        let wal = Arc::new(checkpoint::WalSize::default());
         let checkpoint_conn = checkpoint::open(&config.path)?;
         let (stop_checkpoints, stop) = std::sync::mpsc::channel();
+        let checkpoint_wal = wal.clone();
         let checkpointer = std::thread::Builder::new()
             .name("hookbin-checkpoint".into())
-            .spawn(move || checkpoint::run(checkpoint_conn, stop))
+            .spawn(move || checkpoint::run(checkpoint_conn, stop, checkpoint_wal))
             .map_err(spawn_failed)?;
         let writer = std::thread::Builder::new()
             .name("hookbin-writer".into())
-            .spawn(move || writer::run(conn, rx, events))
+            .spawn(move || writer::run(conn, rx, events, wal))
             .map_err(spawn_failed)?;
         let store = Store {
             writes: tx,
@@ -264,7 +282,7 @@ impl Store {
         &self,
         request: StoredRequest,
         max_per_bin: u64,
-    ) -> Result<oneshot::Receiver<Result<CaptureOutcome, StoreError>>, StoreError> {
+    ) -> Result<PendingCapture, StoreError> {
         let (reply, answer) = oneshot::channel();
         // Derived columns are prepared here, on the caller's thread, to keep the writer lean.
         let op = writer::Op::Capture {
@@ -280,7 +298,7 @@ impl Store {
             mpsc::error::TrySendError::Full(_) => StoreError::QueueFull,
             mpsc::error::TrySendError::Closed(_) => StoreError::Closed,
         })?;
-        Ok(answer)
+        Ok(PendingCapture(answer))
     }
 
     /// Summaries newest first, older than `before` when given; `limit + 1` are fetched so the

@@ -10,6 +10,8 @@ use crate::cli::Synchronous;
 
 /// The top-level `schema.sql`, compiled in so that one binary deploys.
 pub const SCHEMA_SQL: &str = include_str!("../../schema.sql");
+/// Bytes a WAL file is cut back to after a checkpoint (64 MiB).
+const WAL_SIZE_LIMIT: u64 = 64 * 1024 * 1024;
 /// `PRAGMA user_version` of a database made by this binary.
 pub const SCHEMA_VERSION: i64 = 1;
 
@@ -38,10 +40,12 @@ pub fn open_writer(path: &Path, sync: Synchronous) -> Result<Connection, StoreEr
         Synchronous::Normal => "NORMAL",
         Synchronous::Full => "FULL",
     };
-    // wal_autocheckpoint = 0: checkpoints run on their own thread (see checkpoint.rs), not
-    // inside whichever capture's COMMIT happens to cross the threshold.
+    // wal_autocheckpoint = 0: checkpoints run beside the writer and between its batches (see
+    // checkpoint.rs), not inside whichever capture's COMMIT crosses the threshold.
+    // journal_size_limit: a WAL that a burst made large is cut back after the next checkpoint.
     conn.execute_batch(&format!(
-        "PRAGMA synchronous = {sync}; PRAGMA foreign_keys = ON; PRAGMA wal_autocheckpoint = 0;"
+        "PRAGMA synchronous = {sync}; PRAGMA foreign_keys = ON; PRAGMA wal_autocheckpoint = 0;
+         PRAGMA journal_size_limit = {WAL_SIZE_LIMIT};"
     ))
     .map_err(open)?;
     migrate(&conn).map_err(|e| match e {

@@ -133,3 +133,30 @@ fn sigterm_during_captures_loses_nothing_and_exits_0() {
     assert_eq!(code, Some(0), "a graceful stop exits 0");
     assert_all_stored(&db, &bin, &acked);
 }
+
+/// Regression (issue 6 benchmark): checkpoints on a separate connection never caught up with a
+/// busy writer, so the WAL was never restarted and grew to 2.2 GB in a one-minute benchmark.
+#[test]
+fn the_wal_stays_bounded_under_sustained_captures() {
+    let s = Server::start(&["--max-requests-per-bin", "100"]);
+    let bin = s.create_bin();
+    let body = vec![b'w'; 8 * 1024];
+    let written = 8 * 1000 * body.len();
+    std::thread::scope(|scope| {
+        for _ in 0..8 {
+            let (s, bin, body) = (&s, &bin, &body);
+            scope.spawn(move || {
+                for _ in 0..1000 {
+                    s.capture(bin, body);
+                }
+            });
+        }
+    });
+    let mut wal = s.db.clone().into_os_string();
+    wal.push("-wal");
+    let wal_bytes = std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0) as usize;
+    assert!(
+        wal_bytes < written / 2,
+        "the WAL is {wal_bytes} bytes after {written} bytes of bodies: it is not being restarted"
+    );
+}
