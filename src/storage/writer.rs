@@ -114,11 +114,13 @@ fn completion<T: Send + 'static>(reply: Reply<T>, result: Result<T, StoreError>)
     })
 }
 
+/// `next_id` is the first request id to give (see [`next_request_id`]).
 pub fn run(
     mut conn: Connection,
     mut ops: mpsc::Receiver<Op>,
     events: Arc<EventHub>,
     wal: Arc<WalSize>,
+    mut next_id: i64,
 ) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
     while let Some(op) = ops.blocking_recv() {
@@ -129,7 +131,7 @@ pub fn run(
                 Err(_) => break,
             }
         }
-        commit_batch(&mut conn, &mut batch, &events);
+        commit_batch(&mut conn, &mut batch, &events, &mut next_id);
         if wal.wants_restart() && checkpoint(&conn, "PASSIVE").is_some() {
             wal.restarted();
         }
@@ -145,7 +147,18 @@ enum Notice {
     BinGone(String),
 }
 
-fn commit_batch(conn: &mut Connection, batch: &mut Vec<Op>, events: &EventHub) {
+/// The first request id a writer starting on `conn` may give: above every id in the table and
+/// every id a bin ever gave (its newest request may have been deleted since).
+pub fn next_request_id(conn: &Connection) -> rusqlite::Result<i64> {
+    conn.query_row(
+        "SELECT max(coalesce((SELECT max(last_request_id) FROM bins), 0),
+                    coalesce((SELECT max(id) FROM bin_requests), 0)) + 1",
+        [],
+        |row| row.get(0),
+    )
+}
+
+fn commit_batch(conn: &mut Connection, batch: &mut Vec<Op>, events: &EventHub, next_id: &mut i64) {
     let mut completions: Vec<Completion> = Vec::with_capacity(batch.len());
     let mut notices = Vec::new();
     let mut tx = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
@@ -165,12 +178,26 @@ fn commit_batch(conn: &mut Connection, batch: &mut Vec<Op>, events: &EventHub) {
             Op::Capture { capture, reply } => run.push((capture, reply)),
             Op::Other(command) => {
                 // Settle the captures before it: the command may concern their bin.
-                store_captures(&mut tx, &mut run, &mut completions, &mut notices, events);
+                store_captures(
+                    &mut tx,
+                    &mut run,
+                    &mut completions,
+                    &mut notices,
+                    events,
+                    next_id,
+                );
                 completions.push(apply_in_savepoint(&mut tx, command, &mut notices));
             }
         }
     }
-    store_captures(&mut tx, &mut run, &mut completions, &mut notices, events);
+    store_captures(
+        &mut tx,
+        &mut run,
+        &mut completions,
+        &mut notices,
+        events,
+        next_id,
+    );
     let commit_error = tx.commit().err().map(|e| e.to_string());
     if let Some(e) = &commit_error {
         tracing::error!(cause = %e, "commit failed; the batch's callers get an error");
@@ -198,12 +225,13 @@ fn store_captures(
     completions: &mut Vec<Completion>,
     notices: &mut Vec<Notice>,
     events: &EventHub,
+    next_id: &mut i64,
 ) {
     if run.is_empty() {
         return;
     }
     let attempt = tx.savepoint_with_name("run").and_then(|sp| {
-        let outcomes = insert_run(&sp, run)?;
+        let outcomes = insert_run(&sp, run, next_id)?;
         sp.commit()?;
         Ok(outcomes)
     });
@@ -215,7 +243,7 @@ fn store_captures(
             run.iter()
                 .map(|one| {
                     let sp = tx.savepoint_with_name("one")?;
-                    let outcome = insert_run(&sp, std::slice::from_ref(one))?.remove(0);
+                    let outcome = insert_run(&sp, std::slice::from_ref(one), next_id)?.remove(0);
                     sp.commit()?;
                     Ok(outcome)
                 })
@@ -250,18 +278,24 @@ struct BinTally {
     max_per_bin: u64,
     /// Index in the run of the bin's last capture, which reports the evictions.
     last: usize,
+    /// Its request id, recorded as the bin's `last_request_id`.
+    last_id: i64,
 }
 
 /// One INSERT per capture; per bin, one lookup before and one count update (and eviction of the
 /// oldest beyond the cap) after.
-fn insert_run(conn: &Connection, run: &[PendingCapture]) -> rusqlite::Result<Vec<CaptureOutcome>> {
+fn insert_run(
+    conn: &Connection,
+    run: &[PendingCapture],
+    next_id: &mut i64,
+) -> rusqlite::Result<Vec<CaptureOutcome>> {
     let mut bins: HashMap<&str, BinTally> = HashMap::new();
     let mut outcomes = Vec::with_capacity(run.len());
     let mut lookup = conn.prepare_cached("SELECT expires_at FROM bins WHERE id = ?1")?;
     let mut insert = conn.prepare_cached(
-        "INSERT INTO bin_requests (bin_id, received_at, method, path, subpath, query,
+        "INSERT INTO bin_requests (id, bin_id, received_at, method, path, subpath, query,
              content_type, body_size, body_truncated, remote_addr, http_version, headers, body)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
     )?;
     for (i, (capture, _)) in run.iter().enumerate() {
         let r = &capture.request;
@@ -272,13 +306,18 @@ fn insert_run(conn: &Connection, run: &[PendingCapture]) -> rusqlite::Result<Vec
                 added: 0,
                 max_per_bin: capture.max_per_bin,
                 last: i,
+                last_id: 0,
             }),
         };
         if tally.expires_at.is_none_or(|at| at <= r.received_at) {
             outcomes.push(CaptureOutcome::BinGone);
             continue;
         }
+        // Ids of a run that fails and is redone are not given again: gaps are fine, reuse is not.
+        let id = *next_id;
+        *next_id += 1;
         insert.execute(params![
+            id,
             r.bin_id,
             r.received_at,
             r.method,
@@ -293,15 +332,13 @@ fn insert_run(conn: &Connection, run: &[PendingCapture]) -> rusqlite::Result<Vec
             capture.headers_blob,
             r.body,
         ])?;
-        outcomes.push(CaptureOutcome::Stored {
-            id: conn.last_insert_rowid(),
-            evicted: 0,
-        });
+        outcomes.push(CaptureOutcome::Stored { id, evicted: 0 });
         tally.added += 1;
         tally.last = i;
+        tally.last_id = id;
     }
     for (bin, tally) in bins.iter().filter(|(_, t)| t.added > 0) {
-        let evicted = settle_count(conn, bin, tally.added, tally.max_per_bin)?;
+        let evicted = settle_count(conn, bin, tally)?;
         if let CaptureOutcome::Stored { evicted: e, .. } = &mut outcomes[tally.last] {
             *e = evicted;
         }
@@ -337,19 +374,18 @@ fn evict_oldest(conn: &Connection, bin: &str, k: u64) -> rusqlite::Result<u64> {
     Ok(deleted as u64)
 }
 
-/// Adds `added` to the bin's request count and evicts its oldest requests beyond the cap;
-/// the number evicted.
-fn settle_count(
-    conn: &Connection,
-    bin: &str,
-    added: u64,
-    max_per_bin: u64,
-) -> rusqlite::Result<u64> {
+/// Adds the run's captures to the bin's request count, records its newest id, and evicts its
+/// oldest requests beyond the cap; the number evicted.
+fn settle_count(conn: &Connection, bin: &str, tally: &BinTally) -> rusqlite::Result<u64> {
     let count: i64 = conn
         .prepare_cached(
-            "UPDATE bins SET request_count = request_count + ?2 WHERE id = ?1 RETURNING request_count",
+            "UPDATE bins SET request_count = request_count + ?2, last_request_id = ?3
+             WHERE id = ?1 RETURNING request_count",
         )?
-        .query_row(params![bin, added as i64], |row| row.get(0))?;
+        .query_row(params![bin, tally.added as i64, tally.last_id], |row| {
+            row.get(0)
+        })?;
+    let max_per_bin = tally.max_per_bin;
     let count = count as u64;
     if count <= max_per_bin {
         return Ok(0);

@@ -321,3 +321,27 @@ fn sigterm_finishes_in_flight_captures() {
     let s = Server::start_on(&db, &[]);
     assert_eq!(s.stored(&bin, &id)["body_text"], "helloworld");
 }
+
+#[test]
+fn request_ids_are_never_reused_even_after_deleting_the_newest_and_restarting() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("ids.db");
+    let s = Server::start_on(&db, &[]);
+    let bin = s.create_bin();
+    let first: u64 = s.capture(&bin, b"a").parse().unwrap();
+    let newest: u64 = s.capture(&bin, b"b").parse().unwrap();
+    assert_eq!(
+        s.delete(&format!("/api/bins/{bin}/requests/{newest}"))
+            .status,
+        204
+    );
+    // Clearing the bin entirely must not bring old ids back either.
+    assert_eq!(s.delete(&format!("/api/bins/{bin}/requests")).status, 204);
+    drop(s);
+    let s = Server::start_on(&db, &[]);
+    let next: u64 = s.capture(&bin, b"c").parse().unwrap();
+    assert!(
+        next > newest && newest > first,
+        "ids {first}, {newest}, then {next}"
+    );
+}
