@@ -273,7 +273,10 @@ fn store_captures(
 
 /// What a run has done to one bin so far.
 struct BinTally {
+    /// `None` when the bin does not exist.
     expires_at: Option<i64>,
+    /// The bin's request count before this run.
+    count: u64,
     added: u64,
     max_per_bin: u64,
     /// Index in the run of the bin's last capture, which reports the evictions.
@@ -291,7 +294,8 @@ fn insert_run(
 ) -> rusqlite::Result<Vec<CaptureOutcome>> {
     let mut bins: HashMap<&str, BinTally> = HashMap::new();
     let mut outcomes = Vec::with_capacity(run.len());
-    let mut lookup = conn.prepare_cached("SELECT expires_at FROM bins WHERE id = ?1")?;
+    let mut lookup =
+        conn.prepare_cached("SELECT expires_at, request_count FROM bins WHERE id = ?1")?;
     let mut insert = conn.prepare_cached(
         "INSERT INTO bin_requests (id, bin_id, received_at, method, path, subpath, query,
              content_type, body_size, body_truncated, remote_addr, http_version, headers, body)
@@ -301,13 +305,19 @@ fn insert_run(
         let r = &capture.request;
         let tally = match bins.entry(r.bin_id.as_str()) {
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-            std::collections::hash_map::Entry::Vacant(e) => e.insert(BinTally {
-                expires_at: lookup.query_row([&r.bin_id], |row| row.get(0)).optional()?,
-                added: 0,
-                max_per_bin: capture.max_per_bin,
-                last: i,
-                last_id: 0,
-            }),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                let found: Option<(i64, i64)> = lookup
+                    .query_row([&r.bin_id], |row| Ok((row.get(0)?, row.get(1)?)))
+                    .optional()?;
+                e.insert(BinTally {
+                    expires_at: found.map(|f| f.0),
+                    count: found.map_or(0, |f| f.1 as u64),
+                    added: 0,
+                    max_per_bin: capture.max_per_bin,
+                    last: i,
+                    last_id: 0,
+                })
+            }
         };
         if tally.expires_at.is_none_or(|at| at <= r.received_at) {
             outcomes.push(CaptureOutcome::BinGone);
@@ -346,53 +356,29 @@ fn insert_run(
     Ok(outcomes)
 }
 
-/// Deletes the bin's `k` oldest requests; how many were deleted.
+/// Records the run in the bin's row (request count, newest id) after evicting its oldest
+/// requests beyond the cap; the number evicted.
 ///
-/// Written as a cutoff lookup plus a range delete because SQLite re-prepares, on every use, any
-/// statement here that combines `bin_id = ?` with ORDER BY (measured with
-/// `sqlite3_stmt_status(REPREPARE)`: 10% of the writer's time went to re-parsing the obvious
-/// `DELETE ... WHERE id IN (SELECT ... ORDER BY id LIMIT ?)`). Neither statement below is
-/// re-prepared. The lookup walks the index without ORDER BY: INDEXED BY fixes the scan to
-/// `bin_requests_by_bin`, whose order is (bin_id, id), so OFFSET k lands on the k+1-th oldest.
-fn evict_oldest(conn: &Connection, bin: &str, k: u64) -> rusqlite::Result<u64> {
-    let cutoff: Option<i64> = conn
-        .prepare_cached(
-            "SELECT id FROM bin_requests INDEXED BY bin_requests_by_bin
-             WHERE bin_id = ?1 AND id > 0 LIMIT 1 OFFSET ?2",
-        )?
-        .query_row(params![bin, k as i64], |row| row.get(0))
-        .optional()?;
-    let deleted = match cutoff {
-        Some(cutoff) => conn
-            .prepare_cached("DELETE FROM bin_requests WHERE bin_id = ?1 AND id < ?2")?
-            .execute(params![bin, cutoff])?,
-        // Fewer than k+1 rows: all of them go (only with a cap of 0, which the flags refuse).
-        None => conn
-            .prepare_cached("DELETE FROM bin_requests WHERE bin_id = ?1")?
-            .execute([bin])?,
-    };
-    Ok(deleted as u64)
-}
-
-/// Adds the run's captures to the bin's request count, records its newest id, and evicts its
-/// oldest requests beyond the cap; the number evicted.
+/// The eviction is one range DELETE whose cutoff is found through INDEXED BY without ORDER BY:
+/// SQLite re-prepares, on every use, any statement here that combines `bin_id = ?` with ORDER BY
+/// (measured with `sqlite3_stmt_status(REPREPARE)`: the obvious `DELETE ... WHERE id IN (SELECT
+/// ... ORDER BY id LIMIT ?)` spent 10% of the writer's time re-parsing itself). INDEXED BY fixes
+/// the scan to `bin_requests_by_bin`, whose order is (bin_id, id), so OFFSET k lands on the
+/// k+1-th oldest request: everything older goes.
 fn settle_count(conn: &Connection, bin: &str, tally: &BinTally) -> rusqlite::Result<u64> {
-    let count: i64 = conn
-        .prepare_cached(
-            "UPDATE bins SET request_count = request_count + ?2, last_request_id = ?3
-             WHERE id = ?1 RETURNING request_count",
+    let count = tally.count + tally.added;
+    let evicted = if count > tally.max_per_bin {
+        conn.prepare_cached(
+            "DELETE FROM bin_requests WHERE bin_id = ?1 AND id <
+               (SELECT id FROM bin_requests INDEXED BY bin_requests_by_bin
+                WHERE bin_id = ?1 AND id > 0 LIMIT 1 OFFSET ?2)",
         )?
-        .query_row(params![bin, tally.added as i64, tally.last_id], |row| {
-            row.get(0)
-        })?;
-    let max_per_bin = tally.max_per_bin;
-    let count = count as u64;
-    if count <= max_per_bin {
-        return Ok(0);
-    }
-    let evicted = evict_oldest(conn, bin, count - max_per_bin)?;
-    conn.prepare_cached("UPDATE bins SET request_count = request_count - ?2 WHERE id = ?1")?
-        .execute(params![bin, evicted as i64])?;
+        .execute(params![bin, (count - tally.max_per_bin) as i64])? as u64
+    } else {
+        0
+    };
+    conn.prepare_cached("UPDATE bins SET request_count = ?2, last_request_id = ?3 WHERE id = ?1")?
+        .execute(params![bin, (count - evicted) as i64, tally.last_id])?;
     Ok(evicted)
 }
 
