@@ -8,7 +8,7 @@ use bytes::Bytes;
 use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Empty, Full};
 use hyper::body::Frame;
-use hyper::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderValue};
+use hyper::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderValue, X_CONTENT_TYPE_OPTIONS};
 use hyper::{Response, StatusCode};
 use tokio::sync::mpsc;
 
@@ -34,10 +34,12 @@ pub fn with_type(
     res
 }
 
+/// JSON answers carry captured strings: never cached, never sniffed into something else.
 pub fn json(status: StatusCode, value: &serde_json::Value) -> Response<Body> {
     let mut res = with_type(status, "application/json", value.to_string());
-    res.headers_mut()
-        .insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    let h = res.headers_mut();
+    h.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    h.insert(X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
     res
 }
 
