@@ -14,24 +14,17 @@ const TIMESTAMP: &str = "X-BOTIX-Timestamp";
 const SIGNATURE: &str = "X-BOTIX-Signature";
 
 pub(super) fn verify(ctx: &Context<'_>) -> Result<Outcome, VerifyError> {
-    let (Some(timestamp), Some(signature)) = (ctx.header(TIMESTAMP), ctx.header(SIGNATURE)) else {
-        let absent: Vec<&str> = [TIMESTAMP, SIGNATURE]
-            .into_iter()
-            .filter(|n| ctx.header(n).is_none())
-            .collect();
-        return Ok(Outcome::missing(
-            Scheme::Botix,
-            &absent,
-            "BOTIX signs timestamp.body and sends sha256=<hex> in X-BOTIX-Signature.",
-        ));
+    let [timestamp, signature] = match ctx.required(
+        Scheme::Botix,
+        [TIMESTAMP, SIGNATURE],
+        "BOTIX signs timestamp.body and sends sha256=<hex> in X-BOTIX-Signature.",
+    ) {
+        Ok(headers) => headers,
+        Err(outcome) => return Ok(outcome),
     };
-    let Some(ts) = super::parse_timestamp(timestamp) else {
-        let value = value_text(timestamp);
-        return Ok(Outcome::malformed_timestamp(
-            Scheme::Botix,
-            &timestamp.name,
-            &value,
-        ));
+    let ts = match super::timestamp_of(Scheme::Botix, timestamp) {
+        Ok(ts) => ts,
+        Err(outcome) => return Ok(outcome),
     };
     let value = value_text(signature);
     let hex = value.strip_prefix("sha256=").unwrap_or(&value);

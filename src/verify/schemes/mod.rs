@@ -36,6 +36,27 @@ impl Context<'_> {
         find_header(&self.req.headers, name)
     }
 
+    /// The headers a scheme cannot do without, in the order of `names`; or the outcome that
+    /// names the missing ones and says what the scheme `needs`.
+    pub(crate) fn required<const N: usize>(
+        &self,
+        scheme: Scheme,
+        names: [&str; N],
+        needs: &str,
+    ) -> Result<[&HeaderPair; N], Outcome> {
+        let found = names.map(|n| self.header(n));
+        if found.iter().all(Option::is_some) {
+            return Ok(found.map(|h| h.expect("checked above")));
+        }
+        let absent: Vec<&str> = names
+            .iter()
+            .zip(&found)
+            .filter(|(_, h)| h.is_none())
+            .map(|(n, _)| *n)
+            .collect();
+        Err(Outcome::missing(scheme, &absent, needs))
+    }
+
     /// Every header called `name`, in received order. HTTP treats repeated list headers as one
     /// comma-joined list, so the list-valued signature headers read all of them.
     pub(crate) fn headers_named<'s>(
@@ -293,6 +314,12 @@ pub(crate) fn describe_signed(signed: &Signed<'_>) -> String {
 /// Parses a timestamp header (integer Unix seconds).
 pub(crate) fn parse_timestamp(header: &HeaderPair) -> Option<i64> {
     value_text(header).parse().ok()
+}
+
+/// The Unix time in a scheme's timestamp header, or the outcome that says it is not one.
+pub(crate) fn timestamp_of(scheme: Scheme, header: &HeaderPair) -> Result<i64, Outcome> {
+    parse_timestamp(header)
+        .ok_or_else(|| Outcome::malformed_timestamp(scheme, &header.name, &value_text(header)))
 }
 
 #[cfg(test)]

@@ -13,24 +13,17 @@ const TIMESTAMP: &str = "X-Slack-Request-Timestamp";
 const SIGNATURE: &str = "X-Slack-Signature";
 
 pub(super) fn verify(ctx: &Context<'_>) -> Result<Outcome, VerifyError> {
-    let (Some(timestamp), Some(signature)) = (ctx.header(TIMESTAMP), ctx.header(SIGNATURE)) else {
-        let absent: Vec<&str> = [TIMESTAMP, SIGNATURE]
-            .into_iter()
-            .filter(|n| ctx.header(n).is_none())
-            .collect();
-        return Ok(Outcome::missing(
-            Scheme::Slack,
-            &absent,
-            "Slack signs v0:timestamp:body and sends v0=<hex> in X-Slack-Signature.",
-        ));
+    let [timestamp, signature] = match ctx.required(
+        Scheme::Slack,
+        [TIMESTAMP, SIGNATURE],
+        "Slack signs v0:timestamp:body and sends v0=<hex> in X-Slack-Signature.",
+    ) {
+        Ok(headers) => headers,
+        Err(outcome) => return Ok(outcome),
     };
-    let Some(ts) = super::parse_timestamp(timestamp) else {
-        let value = value_text(timestamp);
-        return Ok(Outcome::malformed_timestamp(
-            Scheme::Slack,
-            &timestamp.name,
-            &value,
-        ));
+    let ts = match super::timestamp_of(Scheme::Slack, timestamp) {
+        Ok(ts) => ts,
+        Err(outcome) => return Ok(outcome),
     };
     let value = value_text(signature);
     let (trusted, mislabeled) = match value.strip_prefix("v0=") {

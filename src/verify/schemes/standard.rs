@@ -57,13 +57,9 @@ pub(super) fn verify(ctx: &Context<'_>, scheme: Scheme) -> Result<Outcome, Verif
     ) else {
         return Ok(missing(ctx, scheme, names));
     };
-    let Some(ts) = super::parse_timestamp(timestamp) else {
-        let value = super::value_text(timestamp);
-        return Ok(Outcome::malformed_timestamp(
-            scheme,
-            &timestamp.name,
-            &value,
-        ));
+    let ts = match super::timestamp_of(scheme, timestamp) {
+        Ok(ts) => ts,
+        Err(outcome) => return Ok(outcome),
     };
     let signed = Signed {
         prefix: [value_bytes(id), b".", value_bytes(timestamp), b"."].concat(),
