@@ -99,6 +99,38 @@ impl StoredRequest {
     }
 }
 
+#[cfg(test)]
+impl StoredRequest {
+    /// A POST captured at `/r/{bin}{subpath}?{query}`, for unit tests; the other fields are plain
+    /// defaults that a test overrides with struct update syntax.
+    pub fn sample<V: AsRef<[u8]>>(
+        bin: &str,
+        subpath: &str,
+        query: &str,
+        headers: &[(&str, V)],
+        body: &[u8],
+    ) -> Self {
+        StoredRequest {
+            id: "1".into(),
+            bin_id: bin.into(),
+            method: "POST".into(),
+            path: format!("/r/{bin}{subpath}"),
+            subpath: subpath.into(),
+            query: query.into(),
+            headers: headers
+                .iter()
+                .map(|(n, v)| HeaderPair::new(*n, v.as_ref()))
+                .collect(),
+            body: body.to_vec(),
+            body_size: body.len() as u64,
+            body_truncated: false,
+            remote_addr: "127.0.0.1".into(),
+            http_version: "HTTP/1.1".into(),
+            received_at: 0,
+        }
+    }
+}
+
 /// What the request list shows: a [`StoredRequest`] without headers and body.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RequestSummary {

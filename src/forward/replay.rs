@@ -235,22 +235,8 @@ mod tests {
 
     fn req(method: &str, headers: &[(&str, &[u8])], body: &[u8]) -> StoredRequest {
         StoredRequest {
-            id: "1".into(),
-            bin_id: "abcdefghij0123456789".into(),
             method: method.into(),
-            path: "/r/abcdefghij0123456789/stripe".into(),
-            subpath: "/stripe".into(),
-            query: "x=1".into(),
-            headers: headers
-                .iter()
-                .map(|(n, v)| HeaderPair::new(*n, v.to_vec()))
-                .collect(),
-            body: body.to_vec(),
-            body_size: body.len() as u64,
-            body_truncated: false,
-            remote_addr: "127.0.0.1".into(),
-            http_version: "HTTP/1.1".into(),
-            received_at: 0,
+            ..StoredRequest::sample("abcdefghij0123456789", "/stripe", "x=1", headers, body)
         }
     }
 

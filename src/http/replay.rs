@@ -250,23 +250,13 @@ impl Feed {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::HeaderPair;
 
     fn stored(id: &str, body: &[u8]) -> StoredRequest {
+        let headers: &[(&str, &[u8])] = &[("X-Obs", b"caf\xe9")];
         StoredRequest {
             id: id.into(),
-            bin_id: "abcdefghijklmnop".into(),
-            method: "POST".into(),
-            path: "/r/abcdefghijklmnop/x".into(),
-            subpath: "/x".into(),
-            query: "a=1".into(),
-            headers: vec![HeaderPair::new("X-Obs", b"caf\xe9".to_vec())],
-            body: body.to_vec(),
-            body_size: body.len() as u64,
-            body_truncated: false,
-            remote_addr: "127.0.0.1".into(),
-            http_version: "HTTP/1.1".into(),
             received_at: 1_700_000_000_000,
+            ..StoredRequest::sample("abcdefghijklmnop", "/x", "a=1", headers, body)
         }
     }
 

@@ -231,23 +231,18 @@ pub async fn verify(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::HeaderPair;
 
     fn stored() -> StoredRequest {
         StoredRequest {
             id: "7".into(),
-            bin_id: "0123456789abcdefghij".into(),
-            method: "POST".into(),
-            path: "/r/0123456789abcdefghij/hook".into(),
-            subpath: "/hook".into(),
-            query: String::new(),
-            headers: vec![HeaderPair::new("Stripe-Signature", "t=1,v1=<abc>")],
-            body: b"{}".to_vec(),
-            body_size: 2,
-            body_truncated: false,
-            remote_addr: "127.0.0.1".into(),
-            http_version: "HTTP/1.1".into(),
             received_at: 1_750_000_000_000,
+            ..StoredRequest::sample(
+                "0123456789abcdefghij",
+                "/hook",
+                "",
+                &[("Stripe-Signature", "t=1,v1=<abc>")],
+                b"{}",
+            )
         }
     }
 

@@ -431,21 +431,15 @@ mod tests {
     fn req(method: &str, headers: Headers, body: &[u8]) -> StoredRequest {
         StoredRequest {
             id: "7".into(),
-            bin_id: "abcdefghijklmnop".into(),
             method: method.into(),
-            path: "/r/abcdefghijklmnop/hooks/a%20b".into(),
-            subpath: "/hooks/a%20b".into(),
-            query: "x=1&y=%2F".into(),
-            headers: headers
-                .iter()
-                .map(|(n, v)| HeaderPair::new(*n, v.to_vec()))
-                .collect(),
-            body: body.to_vec(),
-            body_size: body.len() as u64,
-            body_truncated: false,
-            remote_addr: "127.0.0.1".into(),
-            http_version: "HTTP/1.1".into(),
             received_at: 1_700_000_000_000,
+            ..StoredRequest::sample(
+                "abcdefghijklmnop",
+                "/hooks/a%20b",
+                "x=1&y=%2F",
+                headers,
+                body,
+            )
         }
     }
 

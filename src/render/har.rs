@@ -175,21 +175,15 @@ mod tests {
     fn stored(id: &str, headers: &[(&str, &[u8])], body: &[u8]) -> StoredRequest {
         StoredRequest {
             id: id.into(),
-            bin_id: "abcdefghijklmnop".into(),
-            method: "POST".into(),
-            path: "/r/abcdefghijklmnop/hooks".into(),
-            subpath: "/hooks".into(),
-            query: "a=1&b=x+y&a=%2F".into(),
-            headers: headers
-                .iter()
-                .map(|(n, v)| HeaderPair::new(*n, v.to_vec()))
-                .collect(),
-            body: body.to_vec(),
-            body_size: body.len() as u64,
-            body_truncated: false,
             remote_addr: "10.0.0.1".into(),
-            http_version: "HTTP/1.1".into(),
             received_at: 1_700_000_000_123,
+            ..StoredRequest::sample(
+                "abcdefghijklmnop",
+                "/hooks",
+                "a=1&b=x+y&a=%2F",
+                headers,
+                body,
+            )
         }
     }
 

@@ -6,7 +6,6 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 
 use super::crypto::{Algo, hmac};
 use super::*;
-use crate::model::HeaderPair;
 
 const NOW: i64 = 1_750_000_000;
 const BIN_URL: &str = "https://hooks.example.test/r/abc";
@@ -19,21 +18,8 @@ const BODY: &[u8] = br#"{"event":"ping","attempt":1}"#;
 fn request(headers: &[(&str, &str)], body: &[u8]) -> StoredRequest {
     StoredRequest {
         id: "7".into(),
-        bin_id: "abc".into(),
-        method: "POST".into(),
-        path: "/r/abc".into(),
-        subpath: String::new(),
-        query: String::new(),
-        headers: headers
-            .iter()
-            .map(|(n, v)| HeaderPair::new(*n, v.as_bytes()))
-            .collect(),
-        body: body.to_vec(),
-        body_size: body.len() as u64,
-        body_truncated: false,
-        remote_addr: "127.0.0.1".into(),
-        http_version: "HTTP/1.1".into(),
         received_at: NOW * 1000,
+        ..StoredRequest::sample("abc", "", "", headers, body)
     }
 }
 
