@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use serde_json::Value;
 
 use crate::replay_support::{
-    Aim, exact_headers, framed, preview, raw_request, replayed_headers, roundtrip, run, shells,
-    show_headers, stored,
+    self, Aim, INJECTIONS, exact_headers, framed, preview, raw_request, replayed_headers,
+    roundtrip, run, shells, show_headers, stored,
 };
 use crate::util::{Server, b64};
 use hookbin::model::{HeaderPair, StoredRequest};
@@ -18,40 +18,15 @@ use proptest::prelude::*;
 use proptest::sample::{Index, select};
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 
-const INJECTIONS: &[&str] = &[
-    "'; touch pwned; '",
-    "$(touch pwned)",
-    "`touch pwned`",
-    "\\",
-    "%s%b%%\\0101",
-    "!!",
-    "'\"'\"",
-];
-
 /// Bytes valid in a request-target besides the percent-escapes generated separately.
 const PATH_CHARS: &str = "abcXYZ019-._~!$&'()*+,;=:@[]{}|^\"<>\\`";
 
-fn method() -> impl Strategy<Value = String> {
-    let known = vec![
-        "GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS", "PROPFIND", "PURGE",
-    ];
-    prop_oneof![
-        4 => select(known).prop_map(String::from),
-        1 => "[a-z][a-z0-9!#$%&'*+.^_`|~-]{0,8}",
-    ]
-}
-
 fn url_piece(extra: &'static str) -> impl Strategy<Value = String> {
-    let chars: Vec<char> = PATH_CHARS.chars().chain(extra.chars()).collect();
-    prop::collection::vec(
-        prop_oneof![
-            8 => select(chars).prop_map(String::from),
-            2 => any::<u8>().prop_map(|b| format!("%{b:02X}")),
-            1 => select(vec!["..", ".", "%zz", "#", "é", "%e2%9c%93"]).prop_map(String::from),
-        ],
-        0..8,
+    replay_support::url_piece(
+        PATH_CHARS,
+        extra,
+        vec!["..", ".", "%zz", "#", "é", "%e2%9c%93"],
     )
-    .prop_map(|v| v.concat())
 }
 
 fn subpath() -> impl Strategy<Value = String> {
@@ -104,31 +79,13 @@ fn header_value() -> impl Strategy<Value = Vec<u8>> {
     ]
 }
 
-fn body() -> impl Strategy<Value = Vec<u8>> {
-    let text_chars = vec![
-        'a', 'Z', '0', ' ', '\n', '\t', '\'', '"', '$', '`', '\\', '!', '%', 'é', '✓', '@', '{',
-        '#',
-    ];
-    prop_oneof![
-        2 => Just(Vec::new()),
-        3 => prop::collection::vec(any::<u8>(), 0..200),
-        3 => prop::collection::vec(select(text_chars), 0..100)
-            .prop_map(|cs| cs.into_iter().collect::<String>().into_bytes()),
-        1 => select(INJECTIONS).prop_map(|s| s.as_bytes().to_vec()),
-        1 => prop::collection::vec(
-            prop_oneof![Just(0u8), Just(b'\r'), Just(b'\n'), any::<u8>()],
-            0..50,
-        ),
-    ]
-}
-
 fn request() -> impl Strategy<Value = StoredRequest> {
     (
-        method(),
+        replay_support::method(),
         subpath(),
         query(),
         prop::collection::vec((header_name(), header_value()), 0..8),
-        body(),
+        replay_support::body(200),
         any::<bool>(),
         any::<Index>(),
         prop_oneof![9 => Just("HTTP/1.1"), 1 => Just("HTTP/1.0")],

@@ -624,20 +624,35 @@ pub const INJECTIONS: &[&str] = &[
 /// `"`, `<`, `>`, backtick, DEL and non-ASCII, and cuts the target at `#`.
 const SERVER_PATH_CHARS: &str = "abcXYZ019-._~!$&'()*+,;=:@[]{}|^\\";
 
-fn server_url_piece(extra: &'static str) -> impl Strategy<Value = String> {
-    let chars: Vec<char> = SERVER_PATH_CHARS.chars().chain(extra.chars()).collect();
+/// A run of request-target characters from `chars` and `extra`, percent-escapes, and `oddities`
+/// (dot segments, broken escapes and the like).
+pub fn url_piece(
+    chars: &'static str,
+    extra: &'static str,
+    oddities: Vec<&'static str>,
+) -> impl Strategy<Value = String> {
+    let chars: Vec<char> = chars.chars().chain(extra.chars()).collect();
     prop::collection::vec(
         prop_oneof![
             8 => select(chars).prop_map(String::from),
             2 => any::<u8>().prop_map(|b| format!("%{b:02X}")),
-            1 => select(vec!["..", ".", "%zz", "%", "%e2%9c%93"]).prop_map(String::from),
+            1 => select(oddities).prop_map(String::from),
         ],
         0..8,
     )
     .prop_map(|v| v.concat())
 }
 
-fn server_method() -> impl Strategy<Value = String> {
+fn server_url_piece(extra: &'static str) -> impl Strategy<Value = String> {
+    url_piece(
+        SERVER_PATH_CHARS,
+        extra,
+        vec!["..", ".", "%zz", "%", "%e2%9c%93"],
+    )
+}
+
+/// Common methods, WebDAV ones, and lowercase extension tokens.
+pub fn method() -> impl Strategy<Value = String> {
     let known = vec![
         "GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS", "PROPFIND", "PURGE",
     ];
@@ -696,14 +711,16 @@ fn server_header() -> impl Strategy<Value = (String, Vec<u8>)> {
     ]
 }
 
-fn server_body() -> impl Strategy<Value = Vec<u8>> {
+/// Bodies: empty, random bytes up to `max_random` long, shell-hostile text, the injections,
+/// and runs of NUL/CR/LF.
+pub fn body(max_random: usize) -> impl Strategy<Value = Vec<u8>> {
     let text_chars = vec![
         'a', 'Z', '0', ' ', '\n', '\t', '\'', '"', '$', '`', '\\', '!', '%', 'é', '✓', '@', '{',
         '#',
     ];
     prop_oneof![
         2 => Just(Vec::new()),
-        3 => prop::collection::vec(any::<u8>(), 0..300),
+        3 => prop::collection::vec(any::<u8>(), 0..max_random),
         3 => prop::collection::vec(select(text_chars), 0..100)
             .prop_map(|cs| cs.into_iter().collect::<String>().into_bytes()),
         1 => select(INJECTIONS).prop_map(|s| s.as_bytes().to_vec()),
@@ -725,11 +742,11 @@ pub fn raw_request() -> impl Strategy<Value = RawRequest> {
     ];
     let query = prop_oneof![1 => Just(String::new()), 3 => server_url_piece("/?")];
     (
-        server_method(),
+        method(),
         subpath,
         query,
         prop::collection::vec(server_header(), 0..8),
-        server_body(),
+        body(300),
         0usize..3,
         1usize..64,
         any::<Index>(),
