@@ -5,7 +5,7 @@
 //! signal) is replayed here against a real binary: the test build's, or the release binary that
 //! `.ci/docker-steps` built with the Dockerfile's own command (`HOOKBIN_IMAGE_BINARY`).
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::CommandExt;
@@ -14,7 +14,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::util::{PATIENCE, read_response};
+use crate::util::{PATIENCE, append_lines, read_response};
 
 fn repo_file(name: &str) -> String {
     std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(name))
@@ -311,17 +311,8 @@ fn image_runtime_runs_as_its_user_with_env_config_health_check_and_stop_signal()
         .spawn()
         .expect("start the entrypoint");
     let log = Arc::new(Mutex::new(String::new()));
-    for pipe in [
-        Box::new(child.stderr.take().unwrap()) as Box<dyn Read + Send>,
-        Box::new(child.stdout.take().unwrap()),
-    ] {
-        let log = log.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
-                log.lock().unwrap().push_str(&(line + "\n"));
-            }
-        });
-    }
+    append_lines(child.stderr.take().unwrap(), &log);
+    append_lines(child.stdout.take().unwrap(), &log);
     let pid = child.id();
     let mut server = Contained {
         child: Some(child),

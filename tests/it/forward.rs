@@ -1,7 +1,7 @@
 //! `hookbin forward`: the real binary follows a real server and replays to a raw receiver that
 //! records exact bytes.
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -16,7 +16,7 @@ use crate::replay_support::{
     Captured, Framing, RawRequest, Receiver, exact_headers, framed, raw_request, replayed_headers,
     show_headers,
 };
-use crate::util::{PATIENCE, Server, b64};
+use crate::util::{PATIENCE, Server, append_lines, b64};
 
 /// A running `hookbin forward`. Killed on drop; its output is printed if the test panicked.
 struct Forward {
@@ -42,20 +42,10 @@ impl Forward {
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn hookbin forward");
-        let collect = |pipe: Box<dyn Read + Send>| {
-            let text = Arc::new(Mutex::new(String::new()));
-            let sink = text.clone();
-            std::thread::spawn(move || {
-                for line in BufReader::new(pipe).lines().map_while(Result::ok) {
-                    let mut t = sink.lock().unwrap();
-                    t.push_str(&line);
-                    t.push('\n');
-                }
-            });
-            text
-        };
-        let stdout = collect(Box::new(child.stdout.take().unwrap()));
-        let stderr = collect(Box::new(child.stderr.take().unwrap()));
+        let stdout = Arc::new(Mutex::new(String::new()));
+        let stderr = Arc::new(Mutex::new(String::new()));
+        append_lines(child.stdout.take().unwrap(), &stdout);
+        append_lines(child.stderr.take().unwrap(), &stderr);
         Forward {
             child: Some(child),
             stdout,

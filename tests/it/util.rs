@@ -77,19 +77,8 @@ impl Server {
         }
         let mut child = cmd.spawn().expect("spawn hookbin");
         let log = Arc::new(Mutex::new(String::new()));
-        for pipe in [
-            Box::new(child.stderr.take().unwrap()) as Box<dyn Read + Send>,
-            Box::new(child.stdout.take().unwrap()),
-        ] {
-            let log = log.clone();
-            std::thread::spawn(move || {
-                for line in BufReader::new(pipe).lines().map_while(Result::ok) {
-                    let mut log = log.lock().unwrap();
-                    log.push_str(&line);
-                    log.push('\n');
-                }
-            });
-        }
+        append_lines(child.stderr.take().unwrap(), &log);
+        append_lines(child.stdout.take().unwrap(), &log);
         let deadline = Instant::now() + PATIENCE;
         loop {
             let addr = listening_addr(&log.lock().unwrap());
@@ -283,6 +272,19 @@ impl Drop for Server {
             eprintln!("--- hookbin log ---\n{}", self.log());
         }
     }
+}
+
+/// Appends every line `pipe` produces to `log`, from a thread of its own (so a child process
+/// never blocks on a full pipe, and a test can read what it printed so far).
+pub fn append_lines(pipe: impl Read + Send + 'static, log: &Arc<Mutex<String>>) {
+    let log = log.clone();
+    std::thread::spawn(move || {
+        for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+            let mut log = log.lock().unwrap();
+            log.push_str(&line);
+            log.push('\n');
+        }
+    });
 }
 
 fn listening_addr(log: &str) -> Option<SocketAddr> {
