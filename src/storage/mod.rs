@@ -338,12 +338,6 @@ impl Store {
         self.reads.run(move |c| read::request(c, &bin, id)).await
     }
 
-    /// Every request of the bin, oldest first (export).
-    pub async fn all_requests(&self, bin: &str) -> Result<Vec<StoredRequest>, StoreError> {
-        let bin = bin.to_owned();
-        self.reads.run(move |c| read::all_requests(c, &bin)).await
-    }
-
     /// The highest request id of the bin so far, `0` when it has none.
     pub async fn last_request_id(&self, bin: &str) -> Result<i64, StoreError> {
         let bin = bin.to_owned();

@@ -198,14 +198,6 @@ pub fn request(conn: &Connection, bin: &str, id: i64) -> rusqlite::Result<Option
     .optional()
 }
 
-pub fn all_requests(conn: &Connection, bin: &str) -> rusqlite::Result<Vec<StoredRequest>> {
-    conn.prepare_cached(&format!(
-        "SELECT {REQUEST_COLUMNS} FROM bin_requests WHERE bin_id = ?1 ORDER BY id"
-    ))?
-    .query_map([bin], request_from_row)?
-    .collect()
-}
-
 /// The highest request id of the bin, `0` when it has none.
 pub fn last_request_id(conn: &Connection, bin: &str) -> rusqlite::Result<i64> {
     conn.prepare_cached("SELECT COALESCE(MAX(id), 0) FROM bin_requests WHERE bin_id = ?1")?
