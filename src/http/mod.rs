@@ -96,6 +96,11 @@ pub async fn handle(
     req: Request<Incoming>,
     conn: Arc<ConnInfo>,
 ) -> Response<Body> {
+    // The access line is debug level (trace for operations): with that off, as by default,
+    // the capture path pays nothing for it.
+    if !tracing::enabled!(tracing::Level::DEBUG) {
+        return dispatch(state, req, conn).await;
+    }
     let started = Instant::now();
     let method = req.method().clone();
     let route = Route::of(req.uri().path());
