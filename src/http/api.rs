@@ -21,7 +21,7 @@ use super::error::ApiError;
 use super::views;
 use crate::clock::now_ms;
 use crate::ids;
-use crate::model::Bin;
+use crate::model::{Bin, RequestSummary};
 use crate::response::ResponseSpec;
 use crate::state::AppState;
 
@@ -331,6 +331,22 @@ pub fn page_params(query: Option<&str>) -> Result<(usize, Option<i64>), ApiError
 async fn list_requests(state: &AppState, req: &Request<Incoming>, bin: &str) -> ApiResult {
     live_bin(state, bin, now_ms())?;
     let (limit, cursor) = page_params(req.uri().query())?;
+    let (rows, next) = request_page(state, bin, cursor, limit).await?;
+    let data: Vec<Value> = rows.iter().map(views::summary).collect();
+    Ok(body::json(
+        StatusCode::OK,
+        &json!({"data": data, "meta": {"next_cursor": next}}),
+    ))
+}
+
+/// Up to `limit` summaries older than `cursor`, newest first, and the cursor of the next page
+/// when there is one (one extra row is fetched to know).
+pub async fn request_page(
+    state: &AppState,
+    bin: &str,
+    cursor: Option<i64>,
+    limit: usize,
+) -> Result<(Vec<RequestSummary>, Option<String>), ApiError> {
     let mut rows = state.store.list_requests(bin, cursor, limit + 1).await?;
     let next = if rows.len() > limit {
         rows.truncate(limit);
@@ -340,11 +356,7 @@ async fn list_requests(state: &AppState, req: &Request<Incoming>, bin: &str) -> 
     } else {
         None
     };
-    let data: Vec<Value> = rows.iter().map(views::summary).collect();
-    Ok(body::json(
-        StatusCode::OK,
-        &json!({"data": data, "meta": {"next_cursor": next}}),
-    ))
+    Ok((rows, next))
 }
 
 async fn clear_requests(state: &AppState, bin: &str) -> ApiResult {

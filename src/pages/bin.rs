@@ -16,7 +16,7 @@ use super::format::{
 use super::request::Detail;
 use super::{PageError, PageResult, field, query_param, read_form, render, see_other, shell_quote};
 use crate::clock::{now_ms, rfc3339_ms};
-use crate::http::api::live_bin;
+use crate::http::api::{live_bin, request_page};
 use crate::http::client::public_base;
 use crate::http::error::ApiError;
 use crate::ids;
@@ -258,19 +258,7 @@ async fn render_page(
         .get_bin(bin_id, now)
         .await?
         .ok_or_else(|| PageError::from(ApiError::bin_not_found()))?;
-    let mut summaries = state
-        .store
-        .list_requests(bin_id, query.cursor, PAGE_SIZE + 1)
-        .await?;
-    let older = if summaries.len() > PAGE_SIZE {
-        summaries.truncate(PAGE_SIZE);
-        summaries
-            .last()
-            .and_then(|s| s.id.parse().ok())
-            .map(ids::encode_cursor)
-    } else {
-        None
-    };
+    let (summaries, older) = request_page(state, bin_id, query.cursor, PAGE_SIZE).await?;
     let page_suffix = query
         .cursor
         .map(|c| format!("&cursor={}", ids::encode_cursor(c)))
