@@ -61,15 +61,8 @@ fn healthcheck(args: &hookbin::cli::HealthcheckArgs) -> ExitCode {
 /// `hookbin forward`: replay lines on stdout, everything else on stderr. Ctrl-C (or SIGTERM)
 /// stops it between two writes of a line and exits 0.
 fn forward(args: &hookbin::cli::ForwardArgs) -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("hookbin: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
-        }
+    let Some(runtime) = runtime(tokio::runtime::Builder::new_current_thread()) else {
+        return ExitCode::FAILURE;
     };
     let result = runtime.block_on(async {
         let mut stdout = std::io::stdout();
@@ -100,15 +93,8 @@ fn serve(args: &hookbin::cli::ServeArgs) -> ExitCode {
         }
     };
     init_tracing(config.log_format);
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("hookbin: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
-        }
+    let Some(runtime) = runtime(tokio::runtime::Builder::new_multi_thread()) else {
+        return ExitCode::FAILURE;
     };
     let result = runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(config.listen)
@@ -126,6 +112,15 @@ fn serve(args: &hookbin::cli::ServeArgs) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Builds the runtime, or says why not (the caller exits 1).
+fn runtime(mut builder: tokio::runtime::Builder) -> Option<tokio::runtime::Runtime> {
+    builder
+        .enable_all()
+        .build()
+        .map_err(|e| eprintln!("hookbin: cannot start the async runtime: {e}"))
+        .ok()
 }
 
 fn init_tracing(format: LogFormat) {

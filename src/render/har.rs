@@ -10,9 +10,8 @@
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use serde_json::{Value, json};
-use time::OffsetDateTime;
-use time::macros::format_description;
 
+use crate::clock::rfc3339_ms;
 use crate::model::{HeaderPair, StoredRequest};
 
 /// The HAR log for `requests`, entries in the order given (pass them oldest first: HAR viewers
@@ -155,17 +154,6 @@ fn placeholder_response() -> Value {
         "headersSize": -1,
         "bodySize": -1,
     })
-}
-
-/// Unix milliseconds as RFC 3339 UTC with milliseconds: `2023-11-14T22:13:20.123Z`.
-fn rfc3339_ms(unix_ms: i64) -> String {
-    let fmt =
-        format_description!("[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z");
-    OffsetDateTime::from_unix_timestamp_nanos(i128::from(unix_ms) * 1_000_000)
-        .ok()
-        .and_then(|t| t.format(&fmt).ok())
-        // Out of range for `time`: cannot come from a real clock; keep the document valid.
-        .unwrap_or_else(|| "1970-01-01T00:00:00.000Z".into())
 }
 
 #[cfg(test)]
