@@ -43,9 +43,12 @@ pub fn open_writer(path: &Path, sync: Synchronous) -> Result<Connection, StoreEr
     // wal_autocheckpoint = 0: checkpoints run beside the writer and between its batches (see
     // checkpoint.rs), not inside whichever capture's COMMIT crosses the threshold.
     // journal_size_limit: a WAL that a burst made large is cut back after the next checkpoint.
+    // temp_store = MEMORY: a statement that changes many rows (eviction, reaping) keeps a journal
+    // of the pages it touched, to undo itself if it fails midway; past 64 KiB SQLite spilled it
+    // to a temporary file, opened and closed once per batch under load.
     conn.execute_batch(&format!(
         "PRAGMA synchronous = {sync}; PRAGMA foreign_keys = ON; PRAGMA wal_autocheckpoint = 0;
-         PRAGMA journal_size_limit = {WAL_SIZE_LIMIT};"
+         PRAGMA journal_size_limit = {WAL_SIZE_LIMIT}; PRAGMA temp_store = MEMORY;"
     ))
     .map_err(open)?;
     migrate(&conn).map_err(|e| match e {

@@ -677,6 +677,14 @@ mod tests {
     }
 
     #[test]
+    fn statement_journals_stay_in_memory() {
+        let f = Fixture::new();
+        // 2 = MEMORY: an eviction's statement journal never becomes a temporary file.
+        let store: i64 = f.conn.query_row("PRAGMA temp_store", [], |r| r.get(0)).unwrap();
+        assert_eq!(store, 2);
+    }
+
+    #[test]
     fn a_batch_of_captures_is_stored_and_evicts_beyond_the_cap() {
         let mut f = Fixture::new();
         let (mut batch, waits): (Vec<_>, Vec<_>) = (0..5).map(|_| capture("POST", 3)).unzip();
