@@ -9,6 +9,9 @@ use hookbin::cli::{Cli, Command, LogFormat};
 use hookbin::config::Config;
 use tracing_subscriber::EnvFilter;
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,

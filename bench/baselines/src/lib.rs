@@ -16,6 +16,10 @@ use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 
+// hookbin's allocator (see Cargo.toml).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Value of `--name VALUE` or `--name=VALUE` on the command line.
 pub fn arg_value(name: &str) -> Option<String> {
     let mut args = std::env::args().skip(1);
