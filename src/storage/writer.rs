@@ -680,7 +680,10 @@ mod tests {
     fn statement_journals_stay_in_memory() {
         let f = Fixture::new();
         // 2 = MEMORY: an eviction's statement journal never becomes a temporary file.
-        let store: i64 = f.conn.query_row("PRAGMA temp_store", [], |r| r.get(0)).unwrap();
+        let store: i64 = f
+            .conn
+            .query_row("PRAGMA temp_store", [], |r| r.get(0))
+            .unwrap();
         assert_eq!(store, 2);
     }
 
