@@ -386,6 +386,9 @@ if has "$SECTIONS" throughput; then
     printf '%-15s %5s %12s %9s %9s %9s %8s\n' server round "req/s" "p50 ms" "p99 ms" "max ms" non2xx
     for ((r = 1; r <= ROUNDS; r++)); do
         for s in $SERVERS; do
+            # The previous server's round left up to gigabytes of dirty pages; flushed during
+            # this round, they would tax whichever server comes next in the order.
+            sync
             run_wrk "$s" "$s-r$r" "$DURATION" "${URL[$s]}"
             R_RPS[$s]+="$(field rps "$LAST") "
             R_P50[$s]+="$(ms "$(field p50_us "$LAST")") "
