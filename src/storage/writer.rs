@@ -648,11 +648,13 @@ mod tests {
         }
 
         fn request_count(&self) -> i64 {
-            self.conn
-                .query_row("SELECT request_count FROM bins WHERE id = ?1", [BIN], |r| {
-                    r.get(0)
-                })
-                .unwrap()
+            self.number(&format!(
+                "SELECT request_count FROM bins WHERE id = '{BIN}'"
+            ))
+        }
+
+        fn number(&self, sql: &str) -> i64 {
+            self.conn.query_row(sql, [], |r| r.get(0)).unwrap()
         }
     }
 
@@ -672,6 +674,16 @@ mod tests {
         (Op::Capture { capture, reply }, wait)
     }
 
+    fn bin(id: &str) -> Bin {
+        Bin {
+            id: id.into(),
+            created_at: 0,
+            expires_at: 1000000,
+            response: None,
+            request_count: 0,
+        }
+    }
+
     fn outcome(wait: CaptureWait) -> Result<CaptureOutcome, StoreError> {
         wait.blocking_recv().unwrap().0
     }
@@ -680,11 +692,7 @@ mod tests {
     fn statement_journals_stay_in_memory() {
         let f = Fixture::new();
         // 2 = MEMORY: an eviction's statement journal never becomes a temporary file.
-        let store: i64 = f
-            .conn
-            .query_row("PRAGMA temp_store", [], |r| r.get(0))
-            .unwrap();
-        assert_eq!(store, 2);
+        assert_eq!(f.number("PRAGMA temp_store"), 2);
     }
 
     #[test]
@@ -707,17 +715,10 @@ mod tests {
         let (bad, w2) = capture("FAIL", 1000);
         let (ok2, w3) = capture("PUT", 1000);
         let (create, created) = oneshot::channel();
-        let new_bin = Bin {
-            id: "b2".into(),
-            created_at: 0,
-            expires_at: 1000000,
-            response: None,
-            request_count: 0,
-        };
         let mut batch = vec![
             ok1,
             bad,
-            Op::Other(Command::CreateBin(new_bin, create)),
+            Op::Other(Command::CreateBin(bin("b2"), create)),
             ok2,
         ];
         f.commit(&mut batch);
@@ -729,11 +730,7 @@ mod tests {
         assert_eq!(f.stored_methods(), ["POST", "PUT"]);
         // The count matches what is stored: the failed capture left nothing behind.
         assert_eq!(f.request_count(), 2);
-        let bins: i64 = f
-            .conn
-            .query_row("SELECT count(*) FROM bins", [], |r| r.get(0))
-            .unwrap();
-        assert_eq!(bins, 2);
+        assert_eq!(f.number("SELECT count(*) FROM bins"), 2);
     }
 
     #[test]
@@ -741,20 +738,13 @@ mod tests {
         let mut f = Fixture::new();
         let (ok, wait) = capture("POST", 1000);
         let (dup, dup_wait) = oneshot::channel();
-        let existing = Bin {
-            id: BIN.into(),
-            created_at: 0,
-            expires_at: 1000000,
-            response: None,
-            request_count: 0,
-        };
         let (clear, cleared) = oneshot::channel();
         let mut batch = vec![
             Op::Other(Command::ClearRequests {
                 bin: BIN.into(),
                 reply: clear,
             }),
-            Op::Other(Command::CreateBin(existing, dup)),
+            Op::Other(Command::CreateBin(bin(BIN), dup)),
             ok,
         ];
         f.commit(&mut batch);
