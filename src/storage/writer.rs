@@ -238,7 +238,7 @@ fn execute(
             }
         };
         let result = if isolate {
-            in_savepoint(conn, |sp| apply(sp, command))
+            in_savepoint(conn, |sp| apply(sp, command))?
         } else {
             Ok(apply(conn, command)?)
         };
@@ -259,13 +259,13 @@ fn store_run(
         outcomes.extend(stored(insert_run(conn, run, next_id))?.map(|o| Ok(Outcome::Capture(o))));
         return Ok(());
     }
-    match in_savepoint(conn, |sp| insert_run(sp, run, next_id)) {
+    match in_savepoint(conn, |sp| insert_run(sp, run, next_id))? {
         Ok(run) => outcomes.extend(run.into_iter().map(|o| Ok(Outcome::Capture(o)))),
         Err(e) if run.len() == 1 => outcomes.push(Err(e)),
         Err(e) => {
             tracing::warn!(cause = %e, "a capture run failed; storing its captures one by one");
             for capture in run {
-                let one = in_savepoint(conn, |sp| insert_run(sp, &[capture], next_id));
+                let one = in_savepoint(conn, |sp| insert_run(sp, &[capture], next_id))?;
                 outcomes.push(one.map(|mut o| Outcome::Capture(o.remove(0))));
             }
         }
@@ -273,21 +273,25 @@ fn store_run(
     Ok(())
 }
 
-/// Runs `f` in a savepoint that is rolled back if `f` fails.
+/// Runs `f` in a savepoint that is rolled back if `f` fails; the inner result is `f`'s.
+///
+/// The outer error means the whole transaction is gone: on some errors (a full disk, I/O) SQLite
+/// rolls it back by itself, and whatever ran after that would commit on its own, outside the
+/// batch, while its caller is told the batch failed. So nothing more may run.
 fn in_savepoint<T>(
     conn: &Connection,
     f: impl FnOnce(&Connection) -> rusqlite::Result<T>,
-) -> rusqlite::Result<T> {
+) -> rusqlite::Result<rusqlite::Result<T>> {
     conn.execute_batch("SAVEPOINT op")?;
     match f(conn) {
         Ok(value) => {
             conn.execute_batch("RELEASE op")?;
-            Ok(value)
+            Ok(Ok(value))
         }
+        Err(e) if conn.is_autocommit() => Err(e),
         Err(e) => {
-            // If even the rollback fails, the commit will fail too, and report it.
-            let _ = conn.execute_batch("ROLLBACK TO op; RELEASE op");
-            Err(e)
+            conn.execute_batch("ROLLBACK TO op; RELEASE op")?;
+            Ok(Err(e))
         }
     }
 }
@@ -661,7 +665,11 @@ mod tests {
     type CaptureWait = oneshot::Receiver<(Result<CaptureOutcome, StoreError>, Box<NewCapture>)>;
 
     fn capture(method: &str, cap: u64) -> (Op, CaptureWait) {
-        let mut request = StoredRequest::sample::<&[u8]>(BIN, "", "", &[], b"{}");
+        capture_with_body(method, cap, b"{}")
+    }
+
+    fn capture_with_body(method: &str, cap: u64, body: &[u8]) -> (Op, CaptureWait) {
+        let mut request = StoredRequest::sample::<&[u8]>(BIN, "", "", &[], body);
         request.method = method.into();
         request.received_at = 1;
         let (reply, wait) = oneshot::channel();
@@ -731,6 +739,36 @@ mod tests {
         // The count matches what is stored: the failed capture left nothing behind.
         assert_eq!(f.request_count(), 2);
         assert_eq!(f.number("SELECT count(*) FROM bins"), 2);
+    }
+
+    #[test]
+    fn a_full_disk_loses_nothing_that_was_acknowledged() {
+        let mut f = Fixture::new();
+        let pages = f.number("PRAGMA page_count");
+        // Room for a few of the 3 KiB captures below, not for all: SQLITE_FULL midway.
+        f.conn
+            .execute_batch(&format!("PRAGMA max_page_count = {}", pages + 6))
+            .unwrap();
+        let (mut batch, waits): (Vec<_>, Vec<_>) = (0..20)
+            .map(|_| capture_with_body("POST", 1000, &[b'x'; 3000]))
+            .unzip();
+        f.commit(&mut batch);
+        let outcomes: Vec<_> = waits.into_iter().map(outcome).collect();
+        let stored = outcomes.iter().filter(|o| o.is_ok()).count();
+        let failed: Vec<_> = outcomes.iter().filter_map(|o| o.as_ref().err()).collect();
+        assert!(!failed.is_empty(), "the disk never filled: {outcomes:?}");
+        assert!(
+            failed.iter().all(|e| e.to_string().contains("full")),
+            "{failed:?}"
+        );
+        // Exactly the acknowledged captures are stored, and the bin's count agrees.
+        assert_eq!(f.stored_methods().len(), stored);
+        assert_eq!(f.request_count(), stored as i64);
+        let check: String = f
+            .conn
+            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(check, "ok");
     }
 
     #[test]
