@@ -425,7 +425,12 @@ if has "$SECTIONS" throughput; then
         has "$SERVERS" "$h" || continue
         for c in bare sqlite; do
             has "$SERVERS" "$c" || continue
-            line="$h / $c (median req/s): $(ratio "${M_RPS[$h]}" "${M_RPS[$c]}")"
+            # Per round too: servers that keep every row slow down as their table grows.
+            read -ra h_rps <<<"${R_RPS[$h]}"
+            read -ra c_rps <<<"${R_RPS[$c]}"
+            per_round=""
+            for i in "${!h_rps[@]}"; do per_round+=" $(ratio "${h_rps[$i]}" "${c_rps[$i]}")"; done
+            line="$h / $c (median req/s): $(ratio "${M_RPS[$h]}" "${M_RPS[$c]}")   per round:$per_round"
             say "$line"
             MEDIANS+=("$line")
         done
