@@ -247,6 +247,7 @@ fn execute(
     Ok(outcomes)
 }
 
+/// Stores one run of captures (see [`execute`] for `isolate`).
 fn store_run(
     conn: &Connection,
     run: &[&NewCapture],
@@ -254,22 +255,26 @@ fn store_run(
     isolate: bool,
     outcomes: &mut Outcomes,
 ) -> rusqlite::Result<()> {
-    let stored = |result: rusqlite::Result<Vec<CaptureOutcome>>| result.map(Vec::into_iter);
-    if !isolate {
-        outcomes.extend(stored(insert_run(conn, run, next_id))?.map(|o| Ok(Outcome::Capture(o))));
-        return Ok(());
-    }
-    match in_savepoint(conn, |sp| insert_run(sp, run, next_id))? {
-        Ok(run) => outcomes.extend(run.into_iter().map(|o| Ok(Outcome::Capture(o)))),
-        Err(e) if run.len() == 1 => outcomes.push(Err(e)),
-        Err(e) => {
-            tracing::warn!(cause = %e, "a capture run failed; storing its captures one by one");
-            for capture in run {
-                let one = in_savepoint(conn, |sp| insert_run(sp, &[capture], next_id))?;
-                outcomes.push(one.map(|mut o| Outcome::Capture(o.remove(0))));
+    let stored = if isolate {
+        match in_savepoint(conn, |sp| insert_run(sp, run, next_id))? {
+            Ok(stored) => stored,
+            Err(e) if run.len() == 1 => {
+                outcomes.push(Err(e));
+                return Ok(());
+            }
+            Err(e) => {
+                tracing::warn!(cause = %e, "a capture run failed; storing its captures one by one");
+                for capture in run {
+                    let one = in_savepoint(conn, |sp| insert_run(sp, &[capture], next_id))?;
+                    outcomes.push(one.map(|mut o| Outcome::Capture(o.remove(0))));
+                }
+                return Ok(());
             }
         }
-    }
+    } else {
+        insert_run(conn, run, next_id)?
+    };
+    outcomes.extend(stored.into_iter().map(|o| Ok(Outcome::Capture(o))));
     Ok(())
 }
 
