@@ -21,6 +21,16 @@ const CONF: &str = "nginx/hookbin.conf";
 /// hookbin's default `--max-body-bytes`, which the shipped config is written for.
 const MAX_BODY: usize = 5 * 1024 * 1024;
 
+/// The `Server` header of `GET /healthz` at `addr`, if anything answers there.
+fn server_header(addr: SocketAddr) -> Option<String> {
+    let mut conn = TcpStream::connect(addr).ok()?;
+    conn.set_read_timeout(Some(PATIENCE)).ok()?;
+    let request = format!("GET /healthz HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    conn.write_all(request.as_bytes()).ok()?;
+    let res = read_response(&mut BufReader::new(conn)).ok()?;
+    res.header("server").map(str::to_owned)
+}
+
 /// A running nginx in front of `upstream`; stopped on drop.
 struct Nginx {
     addr: SocketAddr,
@@ -38,7 +48,9 @@ impl Nginx {
         set_mode(dir.path(), 0o755);
         let mut last_error = String::new();
         for _ in 0..20 {
-            let port = 20_000 + (random() % 40_000) as u16;
+            // Below Linux's ephemeral range (32768-60999), where every hookbin the other tests
+            // start on port 0 lands: a port there may be taken between our pick and nginx's bind.
+            let port = 20_000 + (random() % 12_000) as u16;
             let addr: SocketAddr = ([127, 0, 0, 1], port).into();
             write_config(dir.path(), addr, s.addr);
             let stderr = std::fs::File::create(dir.path().join("stderr.log")).unwrap();
@@ -65,20 +77,22 @@ impl Nginx {
                     panic!("nginx exited with {status}:\n{last_error}");
                 }
                 if TcpStream::connect(addr).is_ok() {
-                    let nginx = Nginx {
-                        addr,
-                        child: Some(child),
-                        dir,
-                    };
-                    // The port is ours only if nginx is still running (a failed bind exits).
+                    // Something listens there, but it is ours only if it is nginx, and nginx
+                    // keeps running (a failed bind retries for a while, then exits).
                     std::thread::sleep(Duration::from_millis(50));
-                    let res = nginx.get("/healthz");
-                    let server = res.header("server").unwrap_or_default();
-                    assert!(
-                        server.starts_with("nginx"),
-                        "not nginx on {addr}: {server:?}"
-                    );
-                    return Some(nginx);
+                    if let Some(server) = server_header(addr)
+                        && server.starts_with("nginx")
+                        && matches!(child.try_wait(), Ok(None))
+                    {
+                        return Some(Nginx {
+                            addr,
+                            child: Some(child),
+                            dir,
+                        });
+                    }
+                    stop(&mut child);
+                    last_error = format!("{addr} was answered by something else than our nginx");
+                    break;
                 }
                 if Instant::now() > deadline {
                     stop(&mut child);
