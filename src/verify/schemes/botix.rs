@@ -7,7 +7,6 @@ use super::{Context, Finding, HmacCheck, Outcome, describe_signed, value_bytes, 
 use crate::verify::crypto::{Algo, decode_hex};
 use crate::verify::diagnose::{Alt, Signed};
 use crate::verify::freshness::{self, Window};
-use crate::verify::keys;
 use crate::verify::{Scheme, VerifyError};
 
 const TIMESTAMP: &str = "X-BOTIX-Timestamp";
@@ -32,17 +31,13 @@ pub(super) fn verify(ctx: &Context<'_>) -> Result<Outcome, VerifyError> {
         prefix: [value_bytes(timestamp), b"."].concat(),
         body: &ctx.req.body,
     };
+    let trusted = decode_hex(hex).into_iter().collect();
     let check = HmacCheck {
-        algo: Algo::Sha256,
-        key: ctx.secret.as_bytes().to_vec(),
-        signed: signed.clone(),
-        trusted: decode_hex(hex).into_iter().collect(),
-        mislabeled: Vec::new(),
         formats: vec![Alt::new(
             "signature is over the body without the timestamp (BOTIX signs timestamp.body)",
             Vec::new(),
         )],
-        keys: keys::alternatives_to_text_key(ctx.secret),
+        ..HmacCheck::text_key(Algo::Sha256, ctx.secret, signed.clone(), trusted)
     };
     let matched = check
         .matching_entry()

@@ -7,7 +7,6 @@ use super::{Context, Finding, HmacCheck, Outcome, describe_signed, value_text};
 use crate::verify::crypto::{Algo, decode_base64, decode_hex};
 use crate::verify::detect::SIGNATURE_HEADERS;
 use crate::verify::diagnose::Signed;
-use crate::verify::keys;
 use crate::verify::{Reason, Scheme, Verification, VerifyError, text};
 
 /// A header value that decodes to something the size of an HMAC-SHA256.
@@ -71,15 +70,12 @@ fn check(ctx: &Context<'_>) -> Found {
         prefix: Vec::new(),
         body: &ctx.req.body,
     };
-    let check = HmacCheck {
-        algo: Algo::Sha256,
-        key: ctx.secret.as_bytes().to_vec(),
-        signed: signed.clone(),
-        trusted: candidates.iter().map(|c| c.tag.clone()).collect(),
-        mislabeled: Vec::new(),
-        formats: Vec::new(),
-        keys: keys::alternatives_to_text_key(ctx.secret),
-    };
+    let check = HmacCheck::text_key(
+        Algo::Sha256,
+        ctx.secret,
+        signed.clone(),
+        candidates.iter().map(|c| c.tag.clone()).collect(),
+    );
     let matched = check.matching_entry();
     let hit = matched.map(|i| &candidates[i]);
     let hint = match hit {

@@ -8,7 +8,6 @@
 use super::{Context, Finding, HmacCheck, Outcome, describe_signed, value_text};
 use crate::verify::crypto::{Algo, decode_hex};
 use crate::verify::diagnose::{Alt, Signed};
-use crate::verify::keys;
 use crate::verify::{Scheme, VerifyError};
 
 const SHA256_HEADER: &str = "X-Hub-Signature-256";
@@ -36,13 +35,8 @@ pub(super) fn verify(ctx: &Context<'_>) -> Result<Outcome, VerifyError> {
         body: &ctx.req.body,
     };
     let check = HmacCheck {
-        algo,
-        key: ctx.secret.as_bytes().to_vec(),
-        signed: signed.clone(),
-        trusted,
         mislabeled,
-        formats: Vec::new(),
-        keys: keys::alternatives_to_text_key(ctx.secret),
+        ..HmacCheck::text_key(algo, ctx.secret, signed.clone(), trusted)
     };
     let matched = check
         .matching_entry()

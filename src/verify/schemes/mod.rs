@@ -266,7 +266,27 @@ pub(crate) struct HmacCheck<'a> {
     pub keys: Vec<Alt>,
 }
 
-impl HmacCheck<'_> {
+impl<'a> HmacCheck<'a> {
+    /// A check keyed by the secret as text, as most providers do, with the other keys a sender
+    /// may have derived from that secret; no mislabeled values or other formats (a scheme adds
+    /// its own with struct update syntax).
+    pub(crate) fn text_key(
+        algo: Algo,
+        secret: &str,
+        signed: Signed<'a>,
+        trusted: Vec<Vec<u8>>,
+    ) -> Self {
+        HmacCheck {
+            algo,
+            key: secret.as_bytes().to_vec(),
+            signed,
+            trusted,
+            mislabeled: Vec::new(),
+            formats: Vec::new(),
+            keys: super::keys::alternatives_to_text_key(secret),
+        }
+    }
+
     /// Index of the trusted signature that matches.
     pub(crate) fn matching_entry(&self) -> Option<usize> {
         first_match(&self.mac(&self.key, &self.signed.parts()), &self.trusted)

@@ -4,7 +4,6 @@
 use super::{Context, Finding, HmacCheck, Outcome, describe_signed, value_text};
 use crate::verify::crypto::{Algo, decode_base64, decode_hex};
 use crate::verify::diagnose::{Alt, Signed};
-use crate::verify::keys;
 use crate::verify::{Scheme, VerifyError};
 
 const HEADER: &str = "X-Shopify-Hmac-Sha256";
@@ -22,11 +21,8 @@ pub(super) fn verify(ctx: &Context<'_>) -> Result<Outcome, VerifyError> {
         prefix: Vec::new(),
         body: &ctx.req.body,
     };
+    let trusted = decode_base64(&value).into_iter().collect();
     let check = HmacCheck {
-        algo: Algo::Sha256,
-        key: ctx.secret.as_bytes().to_vec(),
-        signed: signed.clone(),
-        trusted: decode_base64(&value).into_iter().collect(),
         // Hex digits are also base64 characters, so a hex digest decodes as (wrong) base64 too;
         // it is recognised here only to explain the mismatch.
         mislabeled: decode_hex(&value)
@@ -42,8 +38,7 @@ pub(super) fn verify(ctx: &Context<'_>) -> Result<Outcome, VerifyError> {
             })
             .into_iter()
             .collect(),
-        formats: Vec::new(),
-        keys: keys::alternatives_to_text_key(ctx.secret),
+        ..HmacCheck::text_key(Algo::Sha256, ctx.secret, signed.clone(), trusted)
     };
     let matched = check.matching_entry().map(|_| "the base64 HMAC".to_owned());
     let hint = match matched {

@@ -6,7 +6,6 @@ use super::{Context, Finding, HmacCheck, Outcome, describe_signed, value_bytes, 
 use crate::verify::crypto::{Algo, decode_hex};
 use crate::verify::diagnose::{Alt, Signed};
 use crate::verify::freshness::{self, Window};
-use crate::verify::keys;
 use crate::verify::{Scheme, VerifyError};
 
 const TIMESTAMP: &str = "X-Slack-Request-Timestamp";
@@ -35,10 +34,6 @@ pub(super) fn verify(ctx: &Context<'_>) -> Result<Outcome, VerifyError> {
         body: &ctx.req.body,
     };
     let check = HmacCheck {
-        algo: Algo::Sha256,
-        key: ctx.secret.as_bytes().to_vec(),
-        signed: signed.clone(),
-        trusted,
         mislabeled,
         formats: vec![
             Alt::new(
@@ -52,7 +47,7 @@ pub(super) fn verify(ctx: &Context<'_>) -> Result<Outcome, VerifyError> {
                 [value_bytes(timestamp), b"."].concat(),
             ),
         ],
-        keys: keys::alternatives_to_text_key(ctx.secret),
+        ..HmacCheck::text_key(Algo::Sha256, ctx.secret, signed.clone(), trusted)
     };
     let matched = check
         .matching_entry()

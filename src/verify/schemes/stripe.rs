@@ -9,7 +9,6 @@ use super::{Context, Finding, HmacCheck, Outcome, describe_signed, entry_note};
 use crate::verify::crypto::{Algo, decode_hex};
 use crate::verify::diagnose::{Alt, Signed};
 use crate::verify::freshness::{self, Window};
-use crate::verify::keys;
 use crate::verify::{Reason, Scheme, VerifyError, text};
 
 const HEADER: &str = "Stripe-Signature";
@@ -49,21 +48,18 @@ pub(super) fn verify(ctx: &Context<'_>) -> Result<Outcome, VerifyError> {
         prefix: format!("{ts}.").into_bytes(),
         body: &ctx.req.body,
     };
+    let trusted = items
+        .iter()
+        .filter(|(k, _)| k == "v1")
+        .filter_map(|(_, v)| decode_hex(v))
+        .collect();
     let check = HmacCheck {
-        algo: Algo::Sha256,
-        key: ctx.secret.as_bytes().to_vec(),
-        trusted: items
-            .iter()
-            .filter(|(k, _)| k == "v1")
-            .filter_map(|(_, v)| decode_hex(v))
-            .collect(),
         mislabeled: mislabeled(&items),
         formats: vec![Alt::new(
             "signature is over the body without the timestamp (Stripe signs timestamp.body)",
             Vec::new(),
         )],
-        keys: keys::alternatives_to_text_key(ctx.secret),
-        signed: signed.clone(),
+        ..HmacCheck::text_key(Algo::Sha256, ctx.secret, signed.clone(), trusted)
     };
     let matched = check
         .matching_entry()
