@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use serde_json::Value;
 
 use crate::replay_support::{
-    self, Aim, INJECTIONS, exact_headers, framed, preview, raw_request, replayed_headers,
+    self, Aim, exact_headers, framed, header_value, preview, raw_request, replayed_headers,
     roundtrip, run, shells, show_headers, stored,
 };
 use crate::util::{Server, b64};
@@ -61,21 +61,6 @@ fn header_name() -> impl Strategy<Value = String> {
     prop_oneof![
         2 => select(known).prop_map(String::from),
         3 => "[A-Za-z0-9!#$%&'*+.^_`|~-]{1,12}",
-    ]
-}
-
-/// A field value as a parser hands it over: VCHAR, obs-text, inner SP/HTAB, no outer whitespace.
-fn header_value() -> impl Strategy<Value = Vec<u8>> {
-    let byte =
-        prop_oneof![6 => 0x21u8..=0x7e, 2 => 0x80u8..=0xff, 1 => Just(b' '), 1 => Just(b'\t')];
-    prop_oneof![
-        4 => prop::collection::vec(byte, 0..24).prop_map(|v| {
-            let is_ws = |b: &u8| *b == b' ' || *b == b'\t';
-            let start = v.iter().position(|b| !is_ws(b)).unwrap_or(v.len());
-            let end = v.iter().rposition(|b| !is_ws(b)).map_or(start, |i| i + 1);
-            v[start..end].to_vec()
-        }),
-        1 => select(INJECTIONS).prop_map(|s| s.as_bytes().to_vec()),
     ]
 }
 

@@ -662,6 +662,21 @@ pub fn method() -> impl Strategy<Value = String> {
     ]
 }
 
+/// A field value as a parser hands it over: VCHAR, obs-text, inner SP/HTAB, no outer whitespace.
+pub fn header_value() -> impl Strategy<Value = Vec<u8>> {
+    let byte =
+        prop_oneof![6 => 0x21u8..=0x7e, 2 => 0x80u8..=0xff, 1 => Just(b' '), 1 => Just(b'\t')];
+    prop_oneof![
+        4 => prop::collection::vec(byte, 0..24).prop_map(|v| {
+            let is_ws = |b: &u8| *b == b' ' || *b == b'\t';
+            let start = v.iter().position(|b| !is_ws(b)).unwrap_or(v.len());
+            let end = v.iter().rposition(|b| !is_ws(b)).map_or(start, |i| i + 1);
+            v[start..end].to_vec()
+        }),
+        1 => select(INJECTIONS).prop_map(|s| s.as_bytes().to_vec()),
+    ]
+}
+
 /// Names hookbin and curl treat specially are mixed with random tokens. The framing headers
 /// are the generator's own business (see [`Framing`]), and `Connection` only says close or
 /// keep-alive: `upgrade` would switch protocols.
@@ -681,17 +696,7 @@ fn server_header() -> impl Strategy<Value = (String, Vec<u8>)> {
         "Upgrade",
         "Stripe-Signature",
     ];
-    let byte =
-        prop_oneof![6 => 0x21u8..=0x7e, 2 => 0x80u8..=0xff, 1 => Just(b' '), 1 => Just(b'\t')];
-    let value = prop_oneof![
-        4 => prop::collection::vec(byte, 0..24).prop_map(|v| {
-            let is_ws = |b: &u8| *b == b' ' || *b == b'\t';
-            let start = v.iter().position(|b| !is_ws(b)).unwrap_or(v.len());
-            let end = v.iter().rposition(|b| !is_ws(b)).map_or(start, |i| i + 1);
-            v[start..end].to_vec()
-        }),
-        1 => select(INJECTIONS).prop_map(|s| s.as_bytes().to_vec()),
-    ];
+    let value = header_value();
     prop_oneof![
         6 => (
             prop_oneof![
