@@ -11,6 +11,7 @@
 //! - [`reaper`]: deletes expired bins; [`events`]: live notifications; [`metrics`].
 //! - [`forward`]: the `hookbin forward` client (follows a bin, replays to a local server).
 //! - [`render`]: pure renderers of captured requests: copy-as-curl and HAR export.
+//! - [`wire`]: HTTP/1 wire rules (tokens, request targets, dropped headers) for curl and forward.
 //! - [`model`], [`response`], [`ids`], [`clock`]: shared types and small pure helpers.
 //! - [`healthcheck`]: the `hookbin healthcheck` client for container health checks.
 
@@ -36,6 +37,7 @@ pub mod shutdown;
 pub mod state;
 pub mod storage;
 pub mod verify;
+pub mod wire;
 
 use std::future::Future;
 use std::sync::Arc;

@@ -15,7 +15,7 @@ use tokio::net::TcpStream;
 
 use super::urls::LocalUrl;
 use crate::model::{HeaderPair, StoredRequest};
-use crate::render::curl::is_dropped;
+use crate::wire::{self, Unsendable, is_dropped};
 
 /// Largest response head read from the local server.
 const MAX_RESPONSE_HEAD: usize = 64 * 1024;
@@ -26,7 +26,7 @@ const DRAIN_BYTES: u64 = 16 * 1024 * 1024;
 /// Why a request cannot be replayed at all (it could not have been received like this).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("cannot be replayed: {0}")]
-pub struct Unreplayable(&'static str);
+pub struct Unreplayable(#[from] Unsendable);
 
 /// The bytes to send: the head and whether a body (with `Content-Length`) follows.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,34 +35,11 @@ pub struct Outgoing {
     pub sends_body: bool,
 }
 
-/// Whether the replay carries a body: when there are body bytes, and for an empty body when
-/// the original announced one (`Content-Length: 0`, or chunked), the same rule as copy-as-curl.
-pub fn sends_body(req: &StoredRequest) -> bool {
-    !req.body.is_empty()
-        || req.headers.iter().any(|h| {
-            h.name.eq_ignore_ascii_case("content-length")
-                || h.name.eq_ignore_ascii_case("transfer-encoding")
-        })
-}
-
-/// RFC 9110 `token`: a method or header name.
-fn is_token(s: &str) -> bool {
-    !s.is_empty()
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
-}
-
 /// The request head for `req` aimed at `local`.
 pub fn request_head(req: &StoredRequest, local: &LocalUrl) -> Result<Outgoing, Unreplayable> {
-    if !is_token(&req.method) {
-        return Err(Unreplayable("the method is not an HTTP token"));
-    }
+    wire::check_request(req)?;
     let target = local.request_target(&req.subpath, &req.query);
-    if target.bytes().any(|b| b <= b' ' || b == 0x7f) {
-        return Err(Unreplayable(
-            "the path or query holds whitespace or control characters",
-        ));
-    }
+    wire::check_target(&target)?;
     let version = if req.http_version == "HTTP/1.0" {
         "HTTP/1.0"
     } else {
@@ -72,14 +49,6 @@ pub fn request_head(req: &StoredRequest, local: &LocalUrl) -> Result<Outgoing, U
     head.extend_from_slice(format!("{} {target} {version}\r\n", req.method).as_bytes());
     head.extend_from_slice(format!("Host: {}\r\n", local.origin.authority).as_bytes());
     for HeaderPair { name, value } in req.headers.iter().filter(|h| !is_dropped(&h.name)) {
-        if !is_token(name) {
-            return Err(Unreplayable("a header name is not an HTTP token"));
-        }
-        // A CR, LF or NUL would end the header line early (header injection into the local
-        // request); no captured value can hold one, so a stored one means a tampered answer.
-        if value.iter().any(|&b| matches!(b, b'\r' | b'\n' | 0)) {
-            return Err(Unreplayable("a header value holds CR, LF or NUL"));
-        }
         head.extend_from_slice(name.as_bytes());
         head.push(b':');
         if !value.is_empty() {
@@ -88,7 +57,7 @@ pub fn request_head(req: &StoredRequest, local: &LocalUrl) -> Result<Outgoing, U
         }
         head.extend_from_slice(b"\r\n");
     }
-    let sends_body = sends_body(req);
+    let sends_body = wire::sends_body(&req.headers, &req.body);
     if sends_body {
         head.extend_from_slice(format!("Content-Length: {}\r\n", req.body.len()).as_bytes());
     }

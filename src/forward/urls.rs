@@ -1,7 +1,7 @@
 //! The two URLs `hookbin forward` is given: the bin to follow and the local target.
 
 use crate::ids;
-use crate::render::curl::validate_target;
+use crate::wire::url::validate_target;
 
 /// Where a server is: enough to open a TCP (and TLS) connection and write a `Host` header.
 #[derive(Debug, Clone, PartialEq, Eq)]
