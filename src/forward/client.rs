@@ -27,7 +27,7 @@ use tokio_rustls::rustls::pki_types::{CertificateDer, ServerName};
 use tokio_rustls::rustls::{self, ClientConfig, RootCertStore};
 
 use super::sse;
-use super::urls::{BinUrl, Origin};
+use super::urls::BinUrl;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// One API call (connect, request, whole answer) at most.
@@ -146,7 +146,7 @@ pub struct Api {
 
 impl Api {
     pub fn new(bin: &BinUrl, ca_cert: Option<&Path>) -> Result<Api, String> {
-        let tls = if bin.origin.tls {
+        let tls = if bin.url.is_https() {
             Some(TlsConnector::from(tls_config(ca_cert)?))
         } else {
             None
@@ -159,12 +159,12 @@ impl Api {
     }
 
     async fn connect(&self) -> Result<SendRequest<Empty<Bytes>>, CallError> {
-        let origin: &Origin = &self.bin.origin;
+        let url = &self.bin.url;
         let transport = |e: &dyn std::fmt::Display| {
-            CallError::Transport(format!("cannot connect to {}: {e}", origin.authority))
+            CallError::Transport(format!("cannot connect to {}: {e}", url.authority()))
         };
         let connect = async {
-            let tcp = TcpStream::connect((origin.host.as_str(), origin.port))
+            let tcp = TcpStream::connect((url.host(), url.port()))
                 .await
                 .map_err(|e| transport(&e))?;
             let _ = tcp.set_nodelay(true);
@@ -172,7 +172,7 @@ impl Api {
                 None => Conn::Plain(tcp),
                 Some(tls) => {
                     let name =
-                        ServerName::try_from(origin.host.clone()).map_err(|e| transport(&e))?;
+                        ServerName::try_from(url.host().to_owned()).map_err(|e| transport(&e))?;
                     let stream = tls
                         .connect(name, tcp)
                         .await
@@ -203,7 +203,7 @@ impl Api {
             .body(Empty::new())
             .map_err(|e| CallError::Transport(format!("bad request path {path:?}: {e}")))?;
         let h = req.headers_mut();
-        if let Ok(host) = HeaderValue::from_str(&self.bin.origin.authority) {
+        if let Ok(host) = HeaderValue::from_str(self.bin.url.authority()) {
             h.insert(HOST, host);
         }
         h.insert(USER_AGENT, HeaderValue::from_static(AGENT));

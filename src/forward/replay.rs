@@ -47,7 +47,7 @@ pub fn request_head(req: &StoredRequest, local: &LocalUrl) -> Result<Outgoing, U
     };
     let mut head = Vec::with_capacity(256);
     head.extend_from_slice(format!("{} {target} {version}\r\n", req.method).as_bytes());
-    head.extend_from_slice(format!("Host: {}\r\n", local.origin.authority).as_bytes());
+    head.extend_from_slice(format!("Host: {}\r\n", local.url.authority()).as_bytes());
     for HeaderPair { name, value } in req.headers.iter().filter(|h| !is_dropped(&h.name)) {
         head.extend_from_slice(name.as_bytes());
         head.push(b':');
@@ -84,9 +84,9 @@ pub async fn send(
 ) -> Result<Answer, String> {
     let started = Instant::now();
     let exchange = async {
-        let mut stream = TcpStream::connect((local.origin.host.as_str(), local.origin.port))
+        let mut stream = TcpStream::connect((local.url.host(), local.url.port()))
             .await
-            .map_err(|e| format!("cannot connect to {}: {e}", local.origin.authority))?;
+            .map_err(|e| format!("cannot connect to {}: {e}", local.url.authority()))?;
         let _ = stream.set_nodelay(true);
         let body = if out.sends_body { body } else { &[][..] };
         let write = async {

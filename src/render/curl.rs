@@ -56,7 +56,7 @@
 //! carries the exact path and query.
 
 use crate::model::{HeaderPair, StoredRequest, find_header};
-use crate::wire::url::{InvalidUrl, split_scheme, validate_target};
+use crate::wire::url::{HttpUrl, UrlError};
 use crate::wire::{self, Unsendable, is_dropped};
 
 /// Headers curl adds on its own to every request; suppressed when the original lacked them.
@@ -71,10 +71,10 @@ pub const INLINE_BODY_MAX: usize = 64 * 1024;
 pub enum CurlError {
     /// The `target` is not an absolute `http(s)` URL without query, fragment and credentials.
     #[error("invalid target URL: {0}")]
-    InvalidTarget(#[from] InvalidUrl),
-    /// The server's own base URL does not start with `http://` or `https://`.
+    InvalidTarget(UrlError),
+    /// The server's own base URL is not an absolute `http(s)` URL.
     #[error("invalid base URL: {0}")]
-    InvalidBase(&'static str),
+    InvalidBase(UrlError),
     /// The stored request holds something no HTTP/1 request can carry (a CR or LF in a header,
     /// a method that is not a token); it cannot have been received like that.
     #[error("request cannot be reproduced with curl: {0}")]
@@ -93,21 +93,24 @@ pub fn curl_command(
 ) -> Result<String, CurlError> {
     // Passing a CR or LF to `curl -H` would inject header lines.
     wire::check_request(req)?;
-    let (origin, prefix) = match target {
-        Some(t) => validate_target(t)?,
-        None => split_base(original_base)?,
+    let (url, path) = match target {
+        Some(t) => (
+            HttpUrl::parse_base(t).map_err(CurlError::InvalidTarget)?,
+            req.subpath.as_str(),
+        ),
+        // The server's own base URL: configuration, or a Host header already checked.
+        None => (
+            HttpUrl::parse_base(original_base).map_err(CurlError::InvalidBase)?,
+            req.path.as_str(),
+        ),
     };
-    let path = match target {
-        Some(_) => req.subpath.as_str(),
-        None => req.path.as_str(),
-    };
-    let request_target = wire::request_target(prefix, path, &req.query);
+    let request_target = wire::request_target(url.prefix(), path, &req.query);
     wire::check_target(&request_target)?;
     let sends_body = wire::sends_body(&req.headers, &req.body);
 
     let mut words: Vec<String> = vec!["curl".into()];
     words.extend(method_args(&req.method, sends_body));
-    words.extend(url_args(origin, &request_target));
+    words.extend(url_args(url.origin(), &request_target));
     words.push(version_flag(&req.http_version).into());
     words.push("--path-as-is".into());
     words.push("--globoff".into());
@@ -264,15 +267,6 @@ pub fn printf_b_escape(bytes: &[u8]) -> String {
         }
     }
     out
-}
-
-/// The server's own base URL: trusted configuration (or derived from `Host`), so only checked
-/// enough that the URL word can never be mistaken for a curl option. It is quoted like the rest.
-fn split_base(base: &str) -> Result<(&str, &str), CurlError> {
-    let (origin, path) = split_scheme(base).ok_or(CurlError::InvalidBase(
-        "must start with http:// or https://",
-    ))?;
-    Ok((origin, path.trim_end_matches('/')))
 }
 
 #[cfg(test)]

@@ -1,89 +1,285 @@
-//! Absolute `http(s)` URLs given by users: checked once, split into origin and path.
+//! The one URL type: every absolute `http(s)` URL hookbin is given (`--public-url`, the target of
+//! copy-as-curl, the bin URL and `--to` of `hookbin forward`, `hookbin healthcheck --url`) is an
+//! [`HttpUrl`].
+//!
+//! Parsed once with `http::Uri` (hyper's own URI type), then kept as written: hookbin keeps
+//! bytes, and `http::Uri` neither normalises paths nor percent-encodes, so the path and query
+//! are the user's. On top of what `http::Uri` checks, a URL to send requests to must have a
+//! usable host (a name, an IPv4 address or a bracketed IPv6 address) and port (1 to 65535), and
+//! must not carry credentials (curl would turn them into an `Authorization` header the original
+//! did not have) or a fragment (which `http::Uri` would silently drop).
 
-/// Why a URL was refused.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct InvalidUrl(pub &'static str);
+use std::fmt;
+use std::net::Ipv6Addr;
+use std::str::FromStr;
 
-/// Splits an `http(s)` URL into origin (`scheme://authority`) and path, after checking the
-/// scheme. Returns `None` when the scheme is not http or https.
-pub fn split_scheme(url: &str) -> Option<(&str, &str)> {
-    let scheme_len = ["http://", "https://"].into_iter().find_map(|s| {
-        url.get(..s.len())
-            .filter(|p| p.eq_ignore_ascii_case(s))
-            .map(|_| s.len())
-    })?;
-    let authority_end = url[scheme_len..]
-        .find('/')
-        .map_or(url.len(), |i| scheme_len + i);
-    Some(url.split_at(authority_end))
+use hyper::Uri;
+use hyper::http::uri::{InvalidUri, Scheme};
+
+/// Why a URL was refused; the text completes "invalid ... URL: ".
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UrlError {
+    #[error("must be an absolute http:// or https:// URL")]
+    NotHttp,
+    #[error("contains whitespace, control or non-ASCII characters")]
+    Characters,
+    #[error("is not a valid URL ({0})")]
+    Malformed(String),
+    #[error("must not contain credentials")]
+    Credentials,
+    #[error("invalid host")]
+    Host,
+    #[error("invalid port")]
+    Port,
+    #[error("must not have a fragment")]
+    Fragment,
+    #[error("must not have a query; the captured query is appended")]
+    Query,
 }
 
-/// Checks a user-supplied target and returns (origin, path prefix without trailing slashes).
-///
-/// Accepted: `http(s)://host[:port][/path]` with a registered name, IPv4 or bracketed IPv6
-/// host. Rejected: other schemes, query, fragment, credentials (curl would turn them into an
-/// `Authorization` header the original did not have), whitespace, controls and non-ASCII.
-pub fn validate_target(target: &str) -> Result<(&str, &str), InvalidUrl> {
-    use InvalidUrl as E;
-    let (origin, path) =
-        split_scheme(target).ok_or(E("must be an absolute http:// or https:// URL"))?;
-    if !target.bytes().all(|b| b.is_ascii_graphic()) {
-        return Err(E("contains whitespace, control or non-ASCII characters"));
-    }
-    if target.contains('?') {
-        return Err(E("must not have a query; the captured query is appended"));
-    }
-    if target.contains('#') {
-        return Err(E("must not have a fragment"));
-    }
-    let authority = &origin[origin.find("://").map_or(0, |i| i + 3)..];
-    if authority.contains('@') {
-        return Err(E("must not contain credentials"));
-    }
-    check_authority(authority)?;
-    Ok((origin, path.trim_end_matches('/')))
+/// An absolute `http://` or `https://` URL with a host, without credentials or fragment.
+#[derive(Clone, PartialEq, Eq)]
+pub struct HttpUrl {
+    /// As given.
+    text: String,
+    uri: Uri,
+    tls: bool,
+    /// What to connect to: the host without IPv6 brackets.
+    host: String,
+    /// The explicit port, or 80 / 443.
+    port: u16,
+    /// `text[..origin_len]` is `scheme://authority` as written.
+    origin_len: usize,
 }
 
-/// `host[:port]` where host is a reg-name, IPv4 address or `[IPv6]`.
-fn check_authority(authority: &str) -> Result<(), InvalidUrl> {
-    use InvalidUrl as E;
-    let (host_ok, port) = if let Some(rest) = authority.strip_prefix('[') {
-        let (v6, after) = rest.split_once(']').ok_or(E("unclosed IPv6 bracket"))?;
-        let port = match after {
-            "" => None,
-            _ => Some(
-                after
-                    .strip_prefix(':')
-                    .ok_or(E("junk after IPv6 address"))?,
-            ),
+impl HttpUrl {
+    /// Any absolute `http(s)` URL, query allowed.
+    pub fn parse(text: &str) -> Result<HttpUrl, UrlError> {
+        // http::Uri says "invalid uri character" for these; say which kind.
+        if !text.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err(UrlError::Characters);
+        }
+        let uri: Uri = text
+            .parse()
+            .map_err(|e: InvalidUri| UrlError::Malformed(e.to_string()))?;
+        let tls = match uri.scheme() {
+            Some(s) if *s == Scheme::HTTP => false,
+            Some(s) if *s == Scheme::HTTPS => true,
+            _ => return Err(UrlError::NotHttp),
         };
-        let v6_ok = !v6.is_empty()
-            && v6
-                .bytes()
-                .all(|b| b.is_ascii_hexdigit() || b == b':' || b == b'.');
-        (v6_ok, port)
-    } else {
-        let (host, port) = match authority.split_once(':') {
-            Some((h, p)) => (h, Some(p)),
-            None => (authority, None),
+        let authority = uri.authority().ok_or(UrlError::NotHttp)?.as_str();
+        if authority.contains('@') {
+            return Err(UrlError::Credentials);
+        }
+        if text.contains('#') {
+            return Err(UrlError::Fragment);
+        }
+        let (host, port_text) = split_authority(authority)?;
+        let port = match port_text {
+            None if tls => 443,
+            None => 80,
+            Some(p) => parse_port(p)?,
         };
-        let reg_name_ok = !host.is_empty()
-            && host
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"-._~%!$&'()*+,;=".contains(&b));
-        (reg_name_ok, port)
+        // The authority as written ends the origin: `scheme://` is all that comes before it.
+        let origin_len = text
+            .find("://")
+            .map(|i| i + 3 + authority.len())
+            .filter(|&end| text.get(end - authority.len()..end) == Some(authority))
+            .ok_or_else(|| UrlError::Malformed("unexpected authority".into()))?;
+        Ok(HttpUrl {
+            text: text.to_owned(),
+            host: host.to_owned(),
+            uri,
+            tls,
+            port,
+            origin_len,
+        })
+    }
+
+    /// A URL that paths are appended to (a base or a target): no query.
+    pub fn parse_base(text: &str) -> Result<HttpUrl, UrlError> {
+        let url = HttpUrl::parse(text)?;
+        if url.query().is_some() {
+            return Err(UrlError::Query);
+        }
+        Ok(url)
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    pub fn is_https(&self) -> bool {
+        self.tls
+    }
+
+    /// The host to connect to: a name, an IPv4 address, or an IPv6 address without brackets.
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+
+    /// The port to connect to: the URL's, or the scheme's default.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// `host[:port]` as written: what the `Host` header carries.
+    pub fn authority(&self) -> &str {
+        self.uri.authority().map_or("", |a| a.as_str())
+    }
+
+    /// `scheme://authority` as written.
+    pub fn origin(&self) -> &str {
+        &self.text[..self.origin_len]
+    }
+
+    /// The path as written; `/` when the URL has none.
+    pub fn path(&self) -> &str {
+        self.uri.path()
+    }
+
+    /// The path without trailing slashes (`""` for `/`): what a captured path is appended to.
+    pub fn prefix(&self) -> &str {
+        self.path().trim_end_matches('/')
+    }
+
+    /// The raw query, without `?`; `Some("")` for a bare `?`.
+    pub fn query(&self) -> Option<&str> {
+        self.uri.query()
+    }
+
+    /// The request-target of a request for this URL: its path and query.
+    pub fn request_target(&self) -> &str {
+        self.uri.path_and_query().map_or("/", |pq| pq.as_str())
+    }
+}
+
+/// Splits `host[:port]` and checks the host: a bracketed IPv6 address, or a reg-name / IPv4
+/// address (RFC 3986 unreserved, sub-delims and `%`).
+fn split_authority(authority: &str) -> Result<(&str, Option<&str>), UrlError> {
+    let (host, rest) = match authority.strip_prefix('[') {
+        Some(bracketed) => {
+            let (v6, rest) = bracketed.split_once(']').ok_or(UrlError::Host)?;
+            v6.parse::<Ipv6Addr>().map_err(|_| UrlError::Host)?;
+            (v6, rest)
+        }
+        None => {
+            let end = authority.find(':').unwrap_or(authority.len());
+            let host = &authority[..end];
+            let reg_name = !host.is_empty()
+                && host
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-._~%!$&'()*+,;=".contains(&b));
+            if !reg_name {
+                return Err(UrlError::Host);
+            }
+            (host, &authority[end..])
+        }
     };
-    if !host_ok {
-        return Err(E("invalid host"));
+    match rest {
+        "" => Ok((host, None)),
+        _ => Ok((host, Some(rest.strip_prefix(':').ok_or(UrlError::Port)?))),
     }
-    let port_ok = port.is_none_or(|p| {
-        p.len() <= 5
-            && p.bytes().all(|b| b.is_ascii_digit())
-            && p.parse::<u32>().is_ok_and(|n| (1..=65535).contains(&n))
-    });
-    if !port_ok {
-        return Err(E("invalid port"));
+}
+
+/// 1 to 65535, digits only (`http::Uri` lets an empty, too large or non-numeric port through).
+fn parse_port(p: &str) -> Result<u16, UrlError> {
+    if p.is_empty() || p.len() > 5 || !p.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(UrlError::Port);
     }
-    Ok(())
+    p.parse::<u16>()
+        .ok()
+        .filter(|&n| n > 0)
+        .ok_or(UrlError::Port)
+}
+
+impl FromStr for HttpUrl {
+    type Err = UrlError;
+
+    fn from_str(s: &str) -> Result<Self, UrlError> {
+        HttpUrl::parse(s)
+    }
+}
+
+impl fmt::Display for HttpUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl fmt::Debug for HttpUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "HttpUrl({:?})", self.text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parts_are_kept_as_written() {
+        let u = HttpUrl::parse("HTTP://[::1]:3000/a%20b//?x=1&y").unwrap();
+        assert!(!u.is_https());
+        assert_eq!((u.host(), u.port()), ("::1", 3000));
+        assert_eq!(u.authority(), "[::1]:3000");
+        assert_eq!(u.origin(), "HTTP://[::1]:3000");
+        assert_eq!(u.path(), "/a%20b//");
+        assert_eq!(u.prefix(), "/a%20b");
+        assert_eq!(u.query(), Some("x=1&y"));
+        assert_eq!(u.request_target(), "/a%20b//?x=1&y");
+        assert_eq!(u.to_string(), "HTTP://[::1]:3000/a%20b//?x=1&y");
+
+        let u = HttpUrl::parse("https://hooks.example.com").unwrap();
+        assert!(u.is_https());
+        assert_eq!((u.host(), u.port()), ("hooks.example.com", 443));
+        assert_eq!((u.path(), u.prefix(), u.query()), ("/", "", None));
+        assert_eq!(u.request_target(), "/");
+        assert_eq!(u.origin(), "https://hooks.example.com");
+
+        let u = HttpUrl::parse("http://127.0.0.1:8080/x/../y?").unwrap();
+        assert_eq!((u.host(), u.port()), ("127.0.0.1", 8080));
+        assert_eq!((u.path(), u.query()), ("/x/../y", Some("")));
+    }
+
+    #[test]
+    fn refusals_say_why() {
+        use UrlError::*;
+        for (text, why) in [
+            ("ftp://h/x", NotHttp),
+            ("localhost:3000", NotHttp),
+            ("/webhooks", NotHttp),
+            ("http://h x/", Characters),
+            ("http://h/\n", Characters),
+            ("http://hé/", Characters),
+            ("http://u:p@h/x", Credentials),
+            ("http://u@h/", Credentials),
+            ("http://h/x#f", Fragment),
+            ("http://[zz]/", Host),
+            ("http://[::1]x/", Port),
+            ("http://h:/x", Port),
+            ("http://h:0/", Port),
+            ("http://h:99999/x", Port),
+            ("http://h:3o/x", Port),
+        ] {
+            assert_eq!(HttpUrl::parse(text), Err(why), "{text:?}");
+        }
+        for text in [
+            "",
+            "http://",
+            "http:///x",
+            "http://[::1/",
+            "-o/etc/passwd",
+            "http://a:b:c/",
+        ] {
+            assert!(
+                matches!(HttpUrl::parse(text), Err(Malformed(_))),
+                "{text:?}: {:?}",
+                HttpUrl::parse(text)
+            );
+        }
+        assert_eq!(HttpUrl::parse_base("http://h/x?a=1"), Err(Query));
+        assert_eq!(HttpUrl::parse_base("http://h/x?"), Err(Query));
+        assert!(HttpUrl::parse_base("http://h/x").is_ok());
+    }
 }
