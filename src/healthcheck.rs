@@ -1,12 +1,10 @@
-//! `hookbin healthcheck`: one `GET /healthz` over a plain socket, for container health checks.
-//!
-//! The runtime image has no curl, and a health check needs nothing more than a status line, so
-//! this is a few lines of std HTTP/1.1 rather than a client library.
+//! `hookbin healthcheck`: one `GET /healthz` through [`crate::client`], for container health
+//! checks (the runtime image has no curl).
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
-use std::time::{Duration, Instant};
+use std::net::SocketAddr;
+use std::time::Duration;
 
+use crate::client::{Client, Request};
 use crate::wire::url::HttpUrl;
 
 /// The target: `url` when given (`http://host[:port][/path]`), else `/healthz` at the listen
@@ -40,49 +38,19 @@ pub fn target(url: Option<&str>, listen: &str) -> Result<HttpUrl, String> {
     }
 }
 
-/// Sends `GET` and succeeds on a `200` status line; otherwise says what went wrong.
-pub fn check(target: &HttpUrl, timeout: Duration) -> Result<(), String> {
-    let deadline = Instant::now() + timeout;
-    let addrs: Vec<SocketAddr> = (target.host(), target.port())
-        .to_socket_addrs()
-        .map_err(|e| format!("cannot resolve {}: {e}", target.authority()))?
-        .collect();
-    let mut last = format!("{} resolves to no address", target.authority());
-    for addr in addrs {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(format!("no answer within {timeout:?}"));
-        }
-        match TcpStream::connect_timeout(&addr, left) {
-            Ok(conn) => return get(conn, target, deadline),
-            Err(e) => last = format!("cannot connect to {addr}: {e}"),
-        }
-    }
-    Err(last)
-}
-
-fn get(mut conn: TcpStream, target: &HttpUrl, deadline: Instant) -> Result<(), String> {
-    let left = deadline
-        .saturating_duration_since(Instant::now())
-        .max(Duration::from_millis(1));
-    let io = |e: std::io::Error| format!("no answer: {e}");
-    conn.set_read_timeout(Some(left)).map_err(io)?;
-    conn.set_write_timeout(Some(left)).map_err(io)?;
-    let request = format!(
-        "GET {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: hookbin-healthcheck\r\nConnection: close\r\n\r\n",
-        target.request_target(),
-        target.authority()
-    );
-    conn.write_all(request.as_bytes()).map_err(io)?;
-    let mut status_line = String::new();
-    BufReader::new(conn.take(1024))
-        .read_line(&mut status_line)
-        .map_err(io)?;
-    let status_line = status_line.trim_end();
-    match status_line.split(' ').nth(1) {
-        Some("200") if status_line.starts_with("HTTP/1.") => Ok(()),
-        _ if status_line.is_empty() => Err("the connection closed without an answer".into()),
-        _ => Err(format!("answered {status_line:?}")),
+/// Sends `GET` and succeeds on a `200` within `timeout`; otherwise says what went wrong.
+pub async fn check(target: &HttpUrl, timeout: Duration) -> Result<(), String> {
+    let client = Client::new(None).map_err(|e| e.to_string())?;
+    let request = Request::new("GET", target.request_target())
+        .header("User-Agent", "hookbin-healthcheck")
+        .header("Connection", "close");
+    let response = client
+        .send(target, &request, timeout)
+        .await
+        .map_err(|e| e.to_string())?;
+    match response.status {
+        200 => Ok(()),
+        status => Err(format!("answered {status} {}", response.reason)),
     }
 }
 

@@ -14,9 +14,11 @@
 //! - [`wire`]: HTTP/1 wire rules (tokens, request targets, dropped headers) for curl and forward.
 //! - [`model`], [`response`], [`ids`], [`clock`]: shared types and small pure helpers.
 //! - [`healthcheck`]: the `hookbin healthcheck` client for container health checks.
+//! - [`client`]: the HTTP/1.1 client of the subcommands (requests written byte-exact, TLS).
 
 pub mod capture;
 pub mod cli;
+pub mod client;
 pub mod clock;
 pub mod config;
 pub mod events;

@@ -49,7 +49,10 @@ fn healthcheck(args: &hookbin::cli::HealthcheckArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match hookbin::healthcheck::check(&target, args.timeout) {
+    let Some(runtime) = runtime(tokio::runtime::Builder::new_current_thread()) else {
+        return ExitCode::FAILURE;
+    };
+    match runtime.block_on(hookbin::healthcheck::check(&target, args.timeout)) {
         Ok(()) => {
             println!("ok: {target}");
             ExitCode::SUCCESS

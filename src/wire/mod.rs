@@ -84,6 +84,9 @@ pub enum Unsendable {
     HeaderValue,
     #[error("the path or query holds whitespace or control characters")]
     Target,
+    /// `Content-Length` and `Transfer-Encoding` are the sender's to write, from the body.
+    #[error("a framing header (Content-Length, Transfer-Encoding) among the headers")]
+    Framing,
 }
 
 pub fn check_method(method: &str) -> Result<(), Unsendable> {
