@@ -43,9 +43,10 @@ pub mod wire;
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::net::TcpListener;
+use tokio_util::task::TaskTracker;
 
 use crate::config::Config;
 use crate::events::EventHub;
@@ -55,6 +56,9 @@ use crate::storage::{Store, StoreConfig, StoreError};
 
 /// Read-only SQLite connections: enough for the 2-4 cores this usually runs on.
 const READ_CONNECTIONS: usize = 4;
+/// How long a stop waits for the tasks: each connection gets [`server::GRACE`] to finish its
+/// request, everything else stops at once.
+const STOP_WAIT: Duration = Duration::from_secs(server::GRACE.as_secs() + 5);
 
 /// Serves on `listener` until `shutdown` resolves, then stops gracefully: in-flight captures
 /// finish and every acknowledged write is committed before this returns.
@@ -80,6 +84,7 @@ pub async fn run(
         metrics: Default::default(),
         shutdown: signal,
         open_connections: Default::default(),
+        tasks: TaskTracker::new(),
     });
     let addr = listener.local_addr().map_err(|e| StoreError::Open {
         path: "socket".into(),
@@ -90,27 +95,25 @@ pub async fn run(
         bins = state.store.bin_count(),
         "listening on http://{addr}"
     );
-    let reaper = tokio::spawn(reaper::run(state.clone()));
-    let server = tokio::spawn(server::serve(listener, state.clone()));
+    state.tasks.spawn(reaper::run(state.clone()));
+    state.tasks.spawn(server::serve(listener, state.clone()));
     shutdown.await;
     tracing::info!("shutting down: finishing in-flight requests");
     trigger.trigger();
-    let _ = server.await;
-    let _ = reaper.await;
-    release(state).await;
-    // The writer commits what is queued, then exits once the last Store handle is gone.
+    let tasks = state.tasks.clone();
+    tasks.close();
+    if tokio::time::timeout(STOP_WAIT, tasks.wait()).await.is_err() {
+        // Each task holds the state and with it the store: the writer would wait for them.
+        tracing::warn!(
+            tasks = tasks.len(),
+            "tasks still running {STOP_WAIT:?} after the stop signal; exiting without them \
+             (every acknowledged capture is committed already)"
+        );
+        return Ok(());
+    }
+    // The last handle on the store: the writer commits what is queued, then exits.
+    drop(state);
     let _ = tokio::task::spawn_blocking(move || writer.join()).await;
     tracing::info!("stopped");
     Ok(())
-}
-
-/// Drops the last handle on the state once stream tasks (which end on shutdown) let go of it.
-async fn release(state: Arc<AppState>) {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while Arc::strong_count(&state) > 1 && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    if Arc::strong_count(&state) > 1 {
-        tracing::warn!("some tasks did not stop in time; queued writes are still committed");
-    }
 }
