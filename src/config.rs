@@ -7,7 +7,8 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::cli::{LogFormat, ServeArgs, Synchronous};
+use crate::cli::{LogFormat, ServeArgs};
+use crate::storage::Synchronous;
 use crate::wire::url::HttpUrl;
 
 /// Everything the server needs to know, already validated.

@@ -54,6 +54,22 @@ use crate::ratelimit::BinCreationLimit;
 use crate::state::AppState;
 use crate::storage::{Store, StoreConfig, StoreError};
 
+/// Why the server could not start (`main` exits 1 with this message).
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        addr: std::net::SocketAddr,
+        source: std::io::Error,
+    },
+    /// The listener has no local address to announce (it is not a bound TCP socket).
+    #[error("cannot read the listening address: {0}")]
+    Address(std::io::Error),
+    /// The database: it names the path and the reason.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
 /// Read-only SQLite connections: enough for the 2-4 cores this usually runs on.
 const READ_CONNECTIONS: usize = 4;
 /// How long a stop waits for the tasks: each connection gets [`server::GRACE`] to finish its
@@ -66,7 +82,8 @@ pub async fn run(
     listener: TcpListener,
     config: Config,
     shutdown: impl Future<Output = ()> + Send,
-) -> Result<(), StoreError> {
+) -> Result<(), RunError> {
+    let addr = listener.local_addr().map_err(RunError::Address)?;
     let events = EventHub::new();
     let store_config = StoreConfig {
         path: config.db.clone(),
@@ -86,10 +103,6 @@ pub async fn run(
         open_connections: Default::default(),
         tasks: TaskTracker::new(),
     });
-    let addr = listener.local_addr().map_err(|e| StoreError::Open {
-        path: "socket".into(),
-        reason: e.to_string(),
-    })?;
     tracing::info!(
         db = %state.config.db.display(),
         bins = state.store.bin_count(),

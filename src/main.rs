@@ -103,12 +103,11 @@ fn serve(args: &hookbin::cli::ServeArgs) -> ExitCode {
         return ExitCode::FAILURE;
     };
     let result = runtime.block_on(async {
-        let listener = tokio::net::TcpListener::bind(config.listen)
+        let addr = config.listen;
+        let listener = tokio::net::TcpListener::bind(addr)
             .await
-            .map_err(|e| format!("cannot listen on {}: {e}", config.listen))?;
-        hookbin::run(listener, config, hookbin::shutdown::os_signal())
-            .await
-            .map_err(|e| e.to_string())
+            .map_err(|source| hookbin::RunError::Listen { addr, source })?;
+        hookbin::run(listener, config, hookbin::shutdown::os_signal()).await
     });
     match result {
         Ok(()) => ExitCode::SUCCESS,
