@@ -453,3 +453,27 @@ fn oversized_request_head_is_answered_431_and_not_recorded() {
         1
     );
 }
+
+#[test]
+fn request_ids_count_per_bin_and_tell_nothing_about_other_bins() {
+    let s = Server::start(&[]);
+    let a = s.create_bin();
+    let b = s.create_bin();
+    // Interleaved traffic: each bin numbers its own requests 1, 2, 3.
+    let mut got = Vec::new();
+    for _ in 0..3 {
+        got.push((s.capture(&a, b"a"), s.capture(&b, b"b")));
+    }
+    assert_eq!(
+        got,
+        [("1", "1"), ("2", "2"), ("3", "3")]
+            .map(|(x, y)| (x.to_owned(), y.to_owned()))
+            .to_vec()
+    );
+    // A deleted request's id is not given again; clearing the bin does not restart the count.
+    assert_eq!(s.delete(&format!("/api/bins/{a}/requests/3")).status, 204);
+    assert_eq!(s.capture(&a, b"a"), "4");
+    assert_eq!(s.delete(&format!("/api/bins/{a}/requests")).status, 204);
+    assert_eq!(s.capture(&a, b"a"), "5");
+    assert_eq!(s.stored(&b, "2")["body_text"], "b");
+}

@@ -21,6 +21,7 @@ mod replay_support;
 mod systemd;
 mod ui_browser;
 mod ui_pages;
+mod upgrade;
 mod util;
 mod verify_api;
 mod verify_vectors;
