@@ -39,6 +39,15 @@ pub async fn capture(
     bin: &str,
 ) -> Response<Body> {
     let started = Instant::now();
+    if is_worker_script_fetch(req.headers()) {
+        return ApiError::new(
+            StatusCode::FORBIDDEN,
+            "worker_script_refused",
+            "capture URLs cannot be loaded as a service worker or as a script of this \
+             server's own pages; nothing was recorded",
+        )
+        .into_response();
+    }
     let received_at = now_ms();
     let Some(entry) = ids::is_valid_bin_id(bin)
         .then(|| state.store.bin_entry(bin, received_at))
@@ -196,6 +205,40 @@ async fn persist(state: &AppState, request: StoredRequest) -> Result<i64, Respon
         Ok(CaptureOutcome::BinGone) => Err(ApiError::bin_not_found().into_response()),
         Err(e) => Err(ApiError::from(e).into_response()),
     }
+}
+
+/// The headers every response under `/r/` carries, whatever produced it (a custom response, an
+/// error, a redirect), set last so that nothing can remove or replace them:
+/// - `Content-Security-Policy: sandbox`: a document from a capture URL gets an opaque origin,
+///   with no script, forms, popups or storage, so a custom `text/html` response can never act
+///   as the inspector (issue 11). Custom responses cannot set a policy of their own.
+/// - `X-Content-Type-Options: nosniff`: bytes are never sniffed into a script or a page.
+pub fn seal(res: &mut Response<Body>) {
+    let h = res.headers_mut();
+    h.insert(
+        hyper::header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static("sandbox"),
+    );
+    h.insert(
+        hyper::header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+}
+
+/// A browser fetching a capture URL as a service worker script (`Service-Worker: script`), or
+/// as a script or worker for a page of this very origin. A service worker registered from a
+/// capture URL would control the inspector's pages for good; the sandbox policy cannot stop
+/// that, because it does not apply to worker scripts. Nothing legitimate does this: webhooks do
+/// not, and a page of another site loading a capture URL as a script says `cross-site`.
+fn is_worker_script_fetch(headers: &HeaderMap) -> bool {
+    let h = |name: &str| headers.get(name).map(HeaderValue::as_bytes);
+    if h("service-worker").is_some_and(|v| v.eq_ignore_ascii_case(b"script")) {
+        return true;
+    }
+    let dest = h("sec-fetch-dest");
+    dest == Some(b"serviceworker")
+        || (h("sec-fetch-site") == Some(b"same-origin")
+            && matches!(dest, Some(b"script" | b"worker" | b"sharedworker")))
 }
 
 /// A browser opening the bare capture URL is sent to the inspector instead of being recorded.
@@ -405,6 +448,29 @@ mod tests {
         keep_up_to(&mut read, &Bytes::from_static(b"f"), 5);
         assert!(read.truncated);
         assert_eq!(read.bytes, b"abcde");
+    }
+
+    #[test]
+    fn worker_script_fetches_are_recognised() {
+        let with = |pairs: &[(&'static str, &'static str)]| {
+            let mut h = HeaderMap::new();
+            for (k, v) in pairs {
+                h.insert(*k, HeaderValue::from_static(v));
+            }
+            is_worker_script_fetch(&h)
+        };
+        assert!(with(&[("service-worker", "script")]));
+        assert!(with(&[("sec-fetch-dest", "serviceworker")]));
+        assert!(with(&[
+            ("sec-fetch-dest", "script"),
+            ("sec-fetch-site", "same-origin")
+        ]));
+        assert!(!with(&[
+            ("sec-fetch-dest", "script"),
+            ("sec-fetch-site", "cross-site")
+        ]));
+        assert!(!with(&[("sec-fetch-dest", "document")]));
+        assert!(!with(&[]));
     }
 
     #[test]

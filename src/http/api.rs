@@ -147,8 +147,10 @@ async fn create_bin(state: &Arc<AppState>, req: Request<Incoming>, conn: &ConnIn
     // The limit is checked before the body is read: a flood costs no parsing.
     admit_new_bin(state, ip, now_ms())?;
     let options = read_json(state, req).await?;
-    let (ttl, response) = bin_options(options.as_ref(), state.config.bin_ttl)?;
-    let bin = store_new_bin(state, ip, ttl, response).await?;
+    // The id comes first: a custom response is checked against its bin (cookie paths...).
+    let id = ids::new_bin_id();
+    let (ttl, response) = bin_options(options.as_ref(), state.config.bin_ttl, &id)?;
+    let bin = store_new_bin(state, id, ip, ttl, response).await?;
     let mut res = body::json(StatusCode::CREATED, &views::bin(&bin, &base));
     if let Ok(location) = HeaderValue::from_str(&format!("/api/bins/{}", bin.id)) {
         res.headers_mut().insert(LOCATION, location);
@@ -174,16 +176,18 @@ pub fn admit_new_bin(state: &AppState, ip: IpAddr, now: i64) -> Result<(), ApiEr
     })
 }
 
-/// Creates a bin (after [`admit_new_bin`]): a fresh id, stored, counted and logged.
+/// Creates bin `id` (a fresh [`ids::new_bin_id`], after [`admit_new_bin`]): stored, counted
+/// and logged.
 pub async fn store_new_bin(
     state: &AppState,
+    id: String,
     ip: IpAddr,
     ttl: Duration,
     response: Option<ResponseSpec>,
 ) -> Result<Bin, ApiError> {
     let now = now_ms();
     let bin = Bin {
-        id: ids::new_bin_id(),
+        id,
         created_at: now,
         expires_at: now.saturating_add(ttl.as_millis() as i64),
         response: response.as_ref().map(ResponseSpec::to_json),
@@ -198,10 +202,11 @@ pub async fn store_new_bin(
     Ok(bin)
 }
 
-/// `{"ttl_seconds": n, "response": ResponseSpec}`, both optional.
+/// `{"ttl_seconds": n, "response": ResponseSpec}`, both optional, for the new bin `bin`.
 pub fn bin_options(
     options: Option<&Value>,
     default_ttl: Duration,
+    bin: &str,
 ) -> Result<(Duration, Option<ResponseSpec>), ApiError> {
     let Some(options) = options else {
         return Ok((default_ttl, None));
@@ -236,7 +241,7 @@ pub fn bin_options(
     let response = match map.get("response") {
         None | Some(Value::Null) => None,
         Some(v) => Some(
-            ResponseSpec::from_json(v, "response.")
+            ResponseSpec::from_json(v, "response.", bin)
                 .map_err(|e| ApiError::unprocessable("invalid_response", e.to_string()))?,
         ),
     };
@@ -277,7 +282,7 @@ async fn put_response(state: &AppState, req: Request<Incoming>, id: &str) -> Api
             "expected a ResponseSpec JSON object, got an empty body",
         )
     })?;
-    let spec = ResponseSpec::from_json(&value, "")
+    let spec = ResponseSpec::from_json(&value, "", id)
         .map_err(|e| ApiError::unprocessable("invalid_response", e.to_string()))?;
     let bin = state
         .store

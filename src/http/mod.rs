@@ -99,14 +99,23 @@ pub async fn handle(
     // The access line is debug level (trace for operations): with that off, as by default,
     // the capture path pays nothing for it.
     if !tracing::enabled!(tracing::Level::DEBUG) {
-        return dispatch(state, req, conn).await;
+        return nosniff(dispatch(state, req, conn).await);
     }
     let started = Instant::now();
     let method = req.method().clone();
     let route = Route::of(req.uri().path());
     let bin = bin_of(req.uri().path()).map(str::to_owned);
-    let res = dispatch(state, req, conn).await;
+    let res = nosniff(dispatch(state, req, conn).await);
     access_log(&method, route, bin.as_deref(), &res, started.elapsed());
+    res
+}
+
+/// Every response hookbin writes says `X-Content-Type-Options: nosniff`: plain text, event
+/// streams and errors too, so a browser never reads one as something else.
+fn nosniff(mut res: Response<Body>) -> Response<Body> {
+    res.headers_mut()
+        .entry(hyper::header::X_CONTENT_TYPE_OPTIONS)
+        .or_insert(hyper::header::HeaderValue::from_static("nosniff"));
     res
 }
 
@@ -148,7 +157,9 @@ async fn dispatch(
     let path = req.uri().path();
     if let Some(rest) = path.strip_prefix("/r/") {
         let bin = rest.split('/').next().unwrap_or_default().to_owned();
-        return crate::capture::capture(&state, req, &conn, raw, &bin).await;
+        let mut res = crate::capture::capture(&state, req, &conn, raw, &bin).await;
+        crate::capture::seal(&mut res);
+        return res;
     }
     if path == "/api" || path.starts_with("/api/") {
         return api::route(&state, req, &conn)

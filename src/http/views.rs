@@ -13,7 +13,7 @@ pub fn bin(bin: &Bin, base: &str) -> Value {
     let response = bin
         .response
         .as_deref()
-        .and_then(|json| ResponseSpec::from_stored(json).ok())
+        .and_then(|json| ResponseSpec::from_stored(json, &bin.id).ok())
         .map(|spec| spec.to_value());
     json!({
         "id": bin.id,

@@ -41,6 +41,7 @@ pub async fn create_bin(
     check_same_site(&req)?;
     let ip = client_ip(&state.config, conn.peer, req.headers());
     api::admit_new_bin(state, ip, now_ms())?;
-    let bin = api::store_new_bin(state, ip, state.config.bin_ttl, None).await?;
+    let id = crate::ids::new_bin_id();
+    let bin = api::store_new_bin(state, id, ip, state.config.bin_ttl, None).await?;
     Ok(see_other(&format!("/bins/{}", bin.id)))
 }

@@ -65,6 +65,11 @@ impl ReadPool {
 }
 
 /// Every bin not yet expired, for the in-memory index.
+///
+/// A stored custom response is checked again. Headers an older hookbin accepted and this one
+/// refuses are left out (the rest of the response still applies), and a response that cannot be
+/// read at all is ignored (the bin answers `200 ok`): either way with a warning, and the server
+/// starts.
 pub fn live_bins(conn: &Connection, now: i64) -> Result<HashMap<String, BinEntry>, StoreError> {
     let mut stmt =
         conn.prepare("SELECT id, expires_at, response FROM bins WHERE expires_at > ?1")?;
@@ -78,12 +83,24 @@ pub fn live_bins(conn: &Connection, now: i64) -> Result<HashMap<String, BinEntry
     let mut bins = HashMap::new();
     for row in rows {
         let (id, expires_at, response) = row?;
-        let response = match response {
-            None => None,
-            Some(json) => Some(Arc::new(ResponseSpec::from_stored(&json).map_err(|e| {
-                StoreError::Corrupt(format!("bin {id}: stored response: {e}"))
-            })?)),
-        };
+        let response = response.and_then(|json| {
+            let noted = |e: crate::response::SpecError| {
+                tracing::warn!(
+                    bin_id = %id,
+                    "custom response: {e}; that header is no longer sent"
+                );
+            };
+            match ResponseSpec::from_stored_noting(&json, &id, noted) {
+                Ok(spec) => Some(Arc::new(spec)),
+                Err(e) => {
+                    tracing::warn!(
+                        bin_id = %id,
+                        "custom response cannot be read ({e}); the bin answers 200 ok instead"
+                    );
+                    None
+                }
+            }
+        });
         bins.insert(
             id,
             BinEntry {

