@@ -18,7 +18,7 @@ use hyper::{HeaderMap, Method, Request, Response, StatusCode, Version};
 use crate::clock::now_ms;
 use crate::http::ConnInfo;
 use crate::http::body::{self, Body};
-use crate::http::client::client_ip;
+use crate::http::client::{client_ip, is_capture_host};
 use crate::http::error::ApiError;
 use crate::ids;
 use crate::model::{HeaderPair, StoredRequest};
@@ -61,12 +61,40 @@ pub async fn capture(
     let subpath = &path["/r/".len() + bin.len()..];
     let query = parts.uri.query().unwrap_or("");
 
+    let on_capture_host = is_capture_host(&state.config, &parts.headers);
     if is_browser_navigation(&parts.method, subpath, parts.uri.query(), &parts.headers) {
-        let mut res = body::text(StatusCode::SEE_OTHER, "");
-        if let Ok(location) = HeaderValue::from_str(&format!("/bins/{bin}")) {
-            res.headers_mut().insert(LOCATION, location);
+        // To the inspector: on its own host a relative path; from the capture host only when
+        // the inspector's address is known (else the visit is recorded like any request).
+        let inspector = match (on_capture_host, &state.config.public_url) {
+            (Some(true), Some(public)) => Some(format!("{public}/bins/{bin}")),
+            (Some(true), None) => None,
+            _ => Some(format!("/bins/{bin}")),
+        };
+        if let Some(location) = inspector {
+            let mut res = body::text(StatusCode::SEE_OTHER, "");
+            if let Ok(location) = HeaderValue::from_str(&location) {
+                res.headers_mut().insert(LOCATION, location);
+            }
+            return res;
         }
-        return res;
+    }
+    if on_capture_host == Some(false) {
+        // `--capture-url` is set and this is the inspector's host: a custom response must never
+        // be served on the inspector's origin.
+        let capture = state
+            .config
+            .capture
+            .as_ref()
+            .map_or("", |c| c.base.as_str());
+        return ApiError::new(
+            StatusCode::MISDIRECTED_REQUEST,
+            "wrong_host",
+            format!(
+                "this host serves the inspector; send captures to {capture}/r/{bin}; nothing \
+                 was recorded"
+            ),
+        )
+        .into_response();
     }
 
     if let Some(head) = &raw

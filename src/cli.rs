@@ -100,6 +100,12 @@ pub struct ServeArgs {
     #[arg(long, env = "HOOKBIN_PUBLIC_URL", value_name = "URL")]
     pub public_url: Option<String>,
 
+    /// A host of its own for captures, e.g. https://in.example.com: bin URLs point there, this
+    /// host only serves /r/ and /healthz, and every other host refuses /r/ (so a bin's custom
+    /// response is never served on the inspector's origin).
+    #[arg(long, env = "HOOKBIN_CAPTURE_URL", value_name = "URL")]
+    pub capture_url: Option<String>,
+
     /// Lifetime of a bin and its requests (humantime: 30s, 1h, 7d).
     #[arg(long, env = "HOOKBIN_BIN_TTL", value_name = "DUR", default_value = "7d", value_parser = parse_duration)]
     pub bin_ttl: Duration,

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use super::ConnInfo;
 use super::body::{self, Body};
-use super::client::{client_ip, public_base};
+use super::client::{capture_base, client_ip, public_base};
 use super::error::ApiError;
 use super::views;
 use crate::clock::now_ms;
@@ -144,6 +144,7 @@ pub async fn read_small_body(
 async fn create_bin(state: &Arc<AppState>, req: Request<Incoming>, conn: &ConnInfo) -> ApiResult {
     let ip = client_ip(&state.config, conn.peer, req.headers());
     let base = public_base(&state.config, req.headers());
+    let capture = capture_base(&state.config, req.headers());
     // The limit is checked before the body is read: a flood costs no parsing.
     admit_new_bin(state, ip, now_ms())?;
     let options = read_json(state, req).await?;
@@ -151,7 +152,7 @@ async fn create_bin(state: &Arc<AppState>, req: Request<Incoming>, conn: &ConnIn
     let id = ids::new_bin_id();
     let (ttl, response) = bin_options(options.as_ref(), state.config.bin_ttl, &id)?;
     let bin = store_new_bin(state, id, ip, ttl, response).await?;
-    let mut res = body::json(StatusCode::CREATED, &views::bin(&bin, &base));
+    let mut res = body::json(StatusCode::CREATED, &views::bin(&bin, &base, &capture));
     if let Ok(location) = HeaderValue::from_str(&format!("/api/bins/{}", bin.id)) {
         res.headers_mut().insert(LOCATION, location);
     }
@@ -258,7 +259,11 @@ async fn get_bin(state: &AppState, req: &Request<Incoming>, id: &str) -> ApiResu
         .ok_or_else(ApiError::bin_not_found)?;
     Ok(body::json(
         StatusCode::OK,
-        &views::bin(&bin, &public_base(&state.config, req.headers())),
+        &views::bin(
+            &bin,
+            &public_base(&state.config, req.headers()),
+            &capture_base(&state.config, req.headers()),
+        ),
     ))
 }
 
@@ -276,6 +281,7 @@ async fn put_response(state: &AppState, req: Request<Incoming>, id: &str) -> Api
     let now = now_ms();
     live_bin(state, id, now)?;
     let base = public_base(&state.config, req.headers());
+    let capture = capture_base(&state.config, req.headers());
     let value = read_json(state, req).await?.ok_or_else(|| {
         ApiError::bad_request(
             "invalid_json",
@@ -289,7 +295,10 @@ async fn put_response(state: &AppState, req: Request<Incoming>, id: &str) -> Api
         .set_response(id, Some(Arc::new(spec)), now)
         .await?
         .ok_or_else(ApiError::bin_not_found)?;
-    Ok(body::json(StatusCode::OK, &views::bin(&bin, &base)))
+    Ok(body::json(
+        StatusCode::OK,
+        &views::bin(&bin, &base, &capture),
+    ))
 }
 
 async fn delete_response(state: &AppState, id: &str) -> ApiResult {

@@ -33,29 +33,56 @@ pub fn client_ip(config: &Config, peer: SocketAddr, headers: &HeaderMap) -> IpAd
         .unwrap_or(peer_ip)
 }
 
+/// The first value of header `name`, trimmed, if not empty.
+fn first_value<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| v.split(',').next().unwrap_or("").trim())
+        .filter(|v| !v.is_empty())
+}
+
+/// The host the client addressed, `host[:port]` as it wrote it: `X-Forwarded-Host` (only with
+/// `--trust-proxy`, where nginx sets it to the client's `Host`), else `Host`.
+pub fn request_host<'a>(config: &Config, headers: &'a HeaderMap) -> Option<&'a str> {
+    let forwarded = if config.trust_proxy {
+        first_value(headers, "x-forwarded-host")
+    } else {
+        None
+    };
+    forwarded.or_else(|| first_value(headers, "host"))
+}
+
+/// With `--capture-url`: `Some(true)` when the request was sent to the capture host,
+/// `Some(false)` when to any other (the inspector). `None` without `--capture-url`, where one
+/// host serves everything.
+pub fn is_capture_host(config: &Config, headers: &HeaderMap) -> Option<bool> {
+    let capture = config.capture.as_ref()?;
+    Some(request_host(config, headers).is_some_and(|h| capture.is(h)))
+}
+
+/// The base of capture URLs (`{base}/r/{bin}`): `--capture-url`, else [`public_base`].
+pub fn capture_base(config: &Config, headers: &HeaderMap) -> String {
+    match &config.capture {
+        Some(capture) => capture.base.clone(),
+        None => public_base(config, headers),
+    }
+}
+
 /// The public base URL, without a trailing slash: `--public-url`, else built from the request
 /// (`X-Forwarded-Proto`/`X-Forwarded-Host` only with `--trust-proxy`), else the listen address.
 pub fn public_base(config: &Config, headers: &HeaderMap) -> String {
     if let Some(url) = &config.public_url {
         return url.clone();
     }
-    let header = |name: &str| {
-        headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .map(|v| v.split(',').next().unwrap_or("").trim())
-            .filter(|v| !v.is_empty())
-    };
     let mut scheme = "http";
-    let mut host = header("host");
-    if config.trust_proxy {
-        if let Some(proto) = header("x-forwarded-proto")
-            && proto.eq_ignore_ascii_case("https")
-        {
-            scheme = "https";
-        }
-        host = header("x-forwarded-host").or(host);
+    if config.trust_proxy
+        && let Some(proto) = first_value(headers, "x-forwarded-proto")
+        && proto.eq_ignore_ascii_case("https")
+    {
+        scheme = "https";
     }
+    let host = request_host(config, headers);
     // The Host header is the client's to write: only a plain host[:port] goes into links.
     match host.filter(|h| is_plain_host(h)) {
         Some(h) => format!("{scheme}://{h}"),
@@ -99,6 +126,24 @@ mod tests {
         assert_eq!(public_base(&config, &h), "https://hooks.example");
         let h = headers(&[("x-real-ip", "9.9.9.9"), ("x-forwarded-for", "1.2.3.4")]);
         assert_eq!(client_ip(&config, peer, &h).to_string(), "9.9.9.9");
+    }
+
+    #[test]
+    fn capture_host_by_host_header_or_forwarded_host_behind_a_proxy() {
+        let mut config = Config::for_db("x.db");
+        let h = headers(&[
+            ("host", "in.example.com"),
+            ("x-forwarded-host", "webhook.example.com"),
+        ]);
+        assert_eq!(is_capture_host(&config, &h), None);
+        assert_eq!(capture_base(&config, &h), "http://in.example.com");
+        config.capture = Some(crate::config::CaptureHost::parse("https://in.example.com").unwrap());
+        assert_eq!(is_capture_host(&config, &h), Some(true));
+        assert_eq!(capture_base(&config, &h), "https://in.example.com");
+        config.trust_proxy = true;
+        assert_eq!(is_capture_host(&config, &h), Some(false));
+        assert_eq!(public_base(&config, &h), "http://webhook.example.com");
+        assert_eq!(is_capture_host(&config, &HeaderMap::new()), Some(false));
     }
 
     #[test]

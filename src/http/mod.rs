@@ -155,6 +155,19 @@ async fn dispatch(
     // the connection.
     let raw = conn.tap.take(req.method().as_str(), &req.uri().to_string());
     let path = req.uri().path();
+    // With `--capture-url`, the capture host serves captures and the health check only. (The
+    // inspector's host refusing `/r/` is in `capture`, which knows the bin.)
+    if client::is_capture_host(&state.config, req.headers()) == Some(true)
+        && !(path.starts_with("/r/") || path == "/healthz")
+    {
+        return ApiError::new(
+            StatusCode::NOT_FOUND,
+            "capture_host_only",
+            "this host only receives captures (/r/{bin}); the inspector and the API are on \
+             another host",
+        )
+        .into_response();
+    }
     if let Some(rest) = path.strip_prefix("/r/") {
         let bin = rest.split('/').next().unwrap_or_default().to_owned();
         let mut res = crate::capture::capture(&state, req, &conn, raw, &bin).await;

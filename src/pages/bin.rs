@@ -17,7 +17,7 @@ use super::request::Detail;
 use super::{PageError, PageResult, field, query_param, read_form, render, see_other, shell_quote};
 use crate::clock::{now_ms, rfc3339_ms};
 use crate::http::api::{live_bin, request_page};
-use crate::http::client::public_base;
+use crate::http::client::capture_base;
 use crate::http::error::ApiError;
 use crate::ids;
 use crate::model::{Bin, RequestSummary};
@@ -269,7 +269,7 @@ async fn render_page(
         Some(id) => ids::parse_request_id(id),
         None => summaries.first().and_then(|s| s.id.parse().ok()),
     };
-    let base = public_base(&state.config, headers);
+    let base = capture_base(&state.config, headers);
     let stored = match wanted {
         Some(id) => state.store.get_request(bin_id, id).await?,
         None => None,

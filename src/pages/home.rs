@@ -8,7 +8,7 @@ use hyper::{Request, StatusCode};
 
 use super::{PageResult, check_same_site, query_param, render, see_other};
 use crate::clock::now_ms;
-use crate::http::client::{client_ip, public_base};
+use crate::http::client::{capture_base, client_ip};
 use crate::http::{ConnInfo, api};
 use crate::state::AppState;
 
@@ -22,7 +22,7 @@ struct HomePage {
 }
 
 pub fn page(state: &AppState, req: &Request<Incoming>) -> PageResult {
-    let base = public_base(&state.config, req.headers());
+    let base = capture_base(&state.config, req.headers());
     render(
         StatusCode::OK,
         &HomePage {

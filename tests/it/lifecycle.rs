@@ -23,6 +23,11 @@ fn bad_flag_values_exit_2_with_one_line_naming_the_flag() {
         (&["--max-body-bytes", "lots"], "--max-body-bytes"),
         (&["--listen", "nowhere"], "--listen"),
         (&["--public-url", "ftp://x"], "--public-url"),
+        (&["--capture-url", "https://in.h/prefix"], "--capture-url"),
+        (
+            &["--capture-url", "https://h", "--public-url", "https://h"],
+            "--capture-url",
+        ),
         (
             &["serve", "--max-requests-per-bin", "0"],
             "--max-requests-per-bin",

@@ -274,3 +274,126 @@ fn a_stored_response_with_a_header_now_refused_keeps_working_without_it() {
     );
     assert!(log.contains("cannot be read"), "{log}");
 }
+
+/// One request with an explicit `Host` (and more headers).
+fn on_host(s: &Server, method: &str, path: &str, host: &str, extra: &str, body: &[u8]) -> Response {
+    let mut raw = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {host}\r\n{extra}Content-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    raw.extend_from_slice(body);
+    s.raw(&raw)
+}
+
+#[test]
+fn a_capture_host_of_its_own_keeps_captures_off_the_inspectors_origin() {
+    const CAPTURE: &str = "in.hookbin.test";
+    let s = Server::start(&["--capture-url", "http://in.hookbin.test/"]);
+    let inspector = s.addr.to_string();
+    // Bins are created on the inspector; their URL points at the capture host.
+    let created = s.create_bin_with("");
+    let bin = created["id"].as_str().unwrap().to_owned();
+    assert_eq!(created["url"], format!("http://{CAPTURE}/r/{bin}"));
+    assert_eq!(
+        created["inspect_url"],
+        format!("http://{inspector}/bins/{bin}")
+    );
+
+    // The capture host records; the inspector's host refuses, and records nothing.
+    let res = on_host(&s, "POST", &format!("/r/{bin}/hook"), CAPTURE, "", b"hi");
+    assert_eq!(res.status, 200, "{}", res.text());
+    assert_sealed(&res, "capture host");
+    let id = res.header("x-request-id").unwrap().to_owned();
+    let res = on_host(&s, "POST", &format!("/r/{bin}/hook"), &inspector, "", b"hi");
+    res.assert_error(421, "wrong_host");
+    assert!(
+        res.text().contains(&format!("http://{CAPTURE}/r/{bin}")),
+        "{}",
+        res.text()
+    );
+    assert_eq!(res.header("x-request-id"), None);
+    assert_sealed(&res, "refusal");
+    let res = on_host(
+        &s,
+        "GET",
+        &format!("/r/{bin}"),
+        "IN.hookbin.test:80",
+        "",
+        b"",
+    );
+    assert_eq!(
+        res.status, 200,
+        "the host matches in any case, default port or not"
+    );
+    assert_eq!(
+        s.get(&format!("/api/bins/{bin}")).json()["request_count"],
+        2
+    );
+    // A browser opening the bin URL on the inspector's host still lands on the inspector.
+    let res = on_host(
+        &s,
+        "GET",
+        &format!("/r/{bin}"),
+        &inspector,
+        "Sec-Fetch-Mode: navigate\r\nAccept: text/html\r\n",
+        b"",
+    );
+    assert_eq!(res.status, 303);
+    assert_eq!(
+        res.header("location"),
+        Some(format!("/bins/{bin}").as_str())
+    );
+
+    // The capture host serves nothing else but the health check.
+    for path in [
+        "/".to_owned(),
+        format!("/bins/{bin}"),
+        format!("/api/bins/{bin}"),
+        format!("/api/bins/{bin}/stream"),
+        "/static/app.js".to_owned(),
+        "/metrics".to_owned(),
+    ] {
+        on_host(&s, "GET", &path, CAPTURE, "", b"").assert_error(404, "capture_host_only");
+    }
+    on_host(&s, "POST", "/api/bins", CAPTURE, "", b"").assert_error(404, "capture_host_only");
+    assert_eq!(on_host(&s, "GET", "/healthz", CAPTURE, "", b"").status, 200);
+
+    // Pages, copy-as-curl and exports name the capture host.
+    let page = s.get(&format!("/bins/{bin}")).text();
+    assert!(
+        page.contains(&format!("http://{CAPTURE}/r/{bin}")),
+        "{page}"
+    );
+    let curl = s.get(&format!("/api/bins/{bin}/requests/{id}/curl")).text();
+    assert!(
+        curl.contains(&format!("'http://{CAPTURE}/r/{bin}/hook'")),
+        "{curl}"
+    );
+    let har = s.get(&format!("/api/bins/{bin}/export?format=har")).json();
+    assert_eq!(
+        har["log"]["entries"][0]["request"]["url"],
+        format!("http://{CAPTURE}/r/{bin}/hook")
+    );
+}
+
+#[test]
+fn behind_a_proxy_the_forwarded_host_tells_the_hosts_apart() {
+    let s = Server::start(&["--capture-url", "https://in.hookbin.test", "--trust-proxy"]);
+    let bin = s.create_bin();
+    // nginx sets X-Forwarded-Host to the host the client asked for, whatever Host says.
+    let to = |forwarded: &str| {
+        on_host(
+            &s,
+            "POST",
+            &format!("/r/{bin}"),
+            "upstream",
+            &format!("X-Forwarded-Host: {forwarded}\r\nX-Forwarded-Proto: https\r\n"),
+            b"x",
+        )
+    };
+    assert_eq!(to("in.hookbin.test").status, 200);
+    assert_eq!(to("in.hookbin.test:443").status, 200);
+    to("webhook.hookbin.test").assert_error(421, "wrong_host");
+    to("in.hookbin.test:8443").assert_error(421, "wrong_host");
+}
