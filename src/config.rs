@@ -26,7 +26,13 @@ pub struct Config {
     pub trust_proxy: bool,
     pub header_timeout: Duration,
     pub body_timeout: Duration,
+    pub body_deadline: Duration,
     pub max_connections: usize,
+    /// Already at most half of `max_connections`; 0 = no cap.
+    pub max_connections_per_client: u32,
+    pub max_streams_per_client: u32,
+    pub max_in_flight_per_client: u32,
+    pub max_body_memory: u64,
     pub max_bins_per_minute: u32,
     pub write_queue: usize,
     pub synchronous: Synchronous,
@@ -163,7 +169,15 @@ impl TryFrom<&ServeArgs> for Config {
             trust_proxy: args.trust_proxy,
             header_timeout: args.header_timeout,
             body_timeout: args.body_timeout,
+            body_deadline: args.body_deadline,
             max_connections: args.max_connections as usize,
+            // One client may never hold every global permit (see limits.rs).
+            max_connections_per_client: args
+                .max_connections_per_client
+                .min((args.max_connections / 2).max(1) as u32),
+            max_streams_per_client: args.max_streams_per_client,
+            max_in_flight_per_client: args.max_in_flight_per_client,
+            max_body_memory: args.max_body_memory,
             max_bins_per_minute: args.max_bins_per_minute,
             write_queue: args.write_queue as usize,
             synchronous: args.synchronous,

@@ -9,6 +9,7 @@
 //! - [`storage`]: SQLite (one writer thread with group commit, a read-only pool).
 //! - [`verify`]: webhook signature schemes, checked against captured bytes.
 //! - [`reaper`]: deletes expired bins; [`events`]: live notifications; [`metrics`].
+//! - [`limits`], [`ratelimit`]: what one client may hold, the body memory budget, bin creation.
 //! - [`forward`]: the `hookbin forward` client (follows a bin, replays to a local server).
 //! - [`render`]: pure renderers of captured requests: copy-as-curl and HAR export.
 //! - [`model`], [`response`], [`ids`], [`clock`]: shared types and small pure helpers.
@@ -23,6 +24,7 @@ pub mod forward;
 pub mod healthcheck;
 pub mod http;
 pub mod ids;
+pub mod limits;
 pub mod metrics;
 pub mod model;
 pub mod pages;
@@ -45,6 +47,7 @@ use tokio::net::TcpListener;
 
 use crate::config::Config;
 use crate::events::EventHub;
+use crate::limits::{BodyBudget, ClientLimits};
 use crate::ratelimit::BinCreationLimit;
 use crate::state::AppState;
 use crate::storage::{Store, StoreConfig, StoreError};
@@ -70,6 +73,16 @@ pub async fn run(
     let (trigger, signal) = shutdown::channel();
     let state = Arc::new(AppState {
         bin_limit: BinCreationLimit::new(config.max_bins_per_minute),
+        clients: ClientLimits::new(
+            if config.trust_proxy {
+                0
+            } else {
+                config.max_connections_per_client
+            },
+            config.max_streams_per_client,
+            config.max_in_flight_per_client,
+        ),
+        body_memory: BodyBudget::new(config.max_body_memory),
         config,
         store,
         events,

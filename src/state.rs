@@ -5,6 +5,7 @@ use std::sync::atomic::AtomicUsize;
 
 use crate::config::Config;
 use crate::events::EventHub;
+use crate::limits::{BodyBudget, ClientLimits};
 use crate::metrics::Metrics;
 use crate::ratelimit::BinCreationLimit;
 use crate::shutdown::ShutdownSignal;
@@ -17,6 +18,10 @@ pub struct AppState {
     pub events: Arc<EventHub>,
     pub metrics: Metrics,
     pub bin_limit: BinCreationLimit,
+    /// Per-client connections, streams and requests in flight.
+    pub clients: Arc<ClientLimits>,
+    /// Request body bytes held in memory (`--max-body-memory`).
+    pub body_memory: BodyBudget,
     pub shutdown: ShutdownSignal,
     /// Client connections being served right now (for /metrics).
     pub open_connections: AtomicUsize,

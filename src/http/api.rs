@@ -81,7 +81,7 @@ pub async fn route(state: &Arc<AppState>, req: Request<Incoming>, conn: &ConnInf
             _ => Err(ApiError::method_not_allowed("GET")),
         },
         ["bins", bin, "stream"] => match method {
-            _ if get => super::stream::stream(state, &req, bin).await,
+            _ if get => super::stream::stream(state, &req, bin, conn).await,
             _ => Err(ApiError::method_not_allowed("GET")),
         },
         _ => Err(ApiError::route_not_found()),
@@ -161,20 +161,24 @@ async fn create_bin(state: &Arc<AppState>, req: Request<Incoming>, conn: &ConnIn
 
 /// Counts a bin creation against `--max-bins-per-minute` for `ip`; 429 beyond it.
 pub fn admit_new_bin(state: &AppState, ip: IpAddr, now: i64) -> Result<(), ApiError> {
-    state.bin_limit.check(ip, now).map_err(|wait| {
-        state.metrics.bins_rate_limited.fetch_add(1, Relaxed);
-        ApiError {
-            retry_after: Some(wait),
-            ..ApiError::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                "too_many_bins",
-                format!(
-                    "at most {} bins per minute per client address; retry in {wait} s",
-                    state.config.max_bins_per_minute
-                ),
-            )
-        }
-    })
+    // IPv6 clients by their /64, like every per-client limit.
+    state
+        .bin_limit
+        .check(crate::limits::client_key(ip), now)
+        .map_err(|wait| {
+            state.metrics.bins_rate_limited.fetch_add(1, Relaxed);
+            ApiError {
+                retry_after: Some(wait),
+                ..ApiError::new(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "too_many_bins",
+                    format!(
+                        "at most {} bins per minute per client address; retry in {wait} s",
+                        state.config.max_bins_per_minute
+                    ),
+                )
+            }
+        })
 }
 
 /// Creates bin `id` (a fresh [`ids::new_bin_id`], after [`admit_new_bin`]): stored, counted
