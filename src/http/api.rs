@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use super::ConnInfo;
 use super::body::{self, Body};
-use super::client::{capture_base, client_ip, public_base};
+use super::client::{capture_base, client_ip, is_cross_site, public_base};
 use super::error::ApiError;
 use super::views;
 use crate::clock::now_ms;
@@ -39,6 +39,16 @@ pub async fn route(state: &Arc<AppState>, req: Request<Incoming>, conn: &ConnInf
     let segments: Vec<&str> = path.trim_start_matches("/api/").split('/').collect();
     let method = req.method().clone();
     let get = method == Method::GET || method == Method::HEAD;
+    // A page of another site may not change anything here in the user's name: a no-cors
+    // `fetch('/api/bins', {method: 'POST'})` needs no preflight, so the browser alone would
+    // let it through.
+    if !get && method != Method::OPTIONS && is_cross_site(&state.config, req.headers()) {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "cross_site_request",
+            "this API does not accept changes sent by another site's page",
+        ));
+    }
     match segments.as_slice() {
         ["bins"] => match method {
             Method::POST => create_bin(state, req, conn).await,

@@ -5,7 +5,7 @@ use std::net::{IpAddr, SocketAddr};
 
 use hyper::HeaderMap;
 
-use crate::config::Config;
+use crate::config::{Config, split_authority};
 
 /// The client's IP. Behind the bundled nginx (`--trust-proxy`), `X-Real-IP` holds the address
 /// nginx saw; failing that, the last `X-Forwarded-For` entry is the one nginx appended. Entries
@@ -59,6 +59,55 @@ pub fn request_host<'a>(config: &Config, headers: &'a HeaderMap) -> Option<&'a s
 pub fn is_capture_host(config: &Config, headers: &HeaderMap) -> Option<bool> {
     let capture = config.capture.as_ref()?;
     Some(request_host(config, headers).is_some_and(|h| capture.is(h)))
+}
+
+/// Whether a browser says this request comes from a page of another site or origin:
+/// `Sec-Fetch-Site: cross-site`, or an `Origin` that is not this server (the host the request
+/// was sent to, or `--public-url`); `Origin: null`, which sandboxed documents such as capture
+/// responses send, counts as foreign. Requests with neither header (curl, scripts, webhook
+/// senders) are no browser acting for a user, and pass.
+pub fn is_cross_site(config: &Config, headers: &HeaderMap) -> bool {
+    if headers
+        .get("sec-fetch-site")
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"cross-site"))
+    {
+        return true;
+    }
+    match headers.get(hyper::header::ORIGIN) {
+        None => false,
+        Some(origin) => !origin
+            .to_str()
+            .is_ok_and(|origin| is_own_origin(config, headers, origin)),
+    }
+}
+
+fn is_own_origin(config: &Config, headers: &HeaderMap, origin: &str) -> bool {
+    let Some((theirs, default)) = origin_authority(origin) else {
+        return false;
+    };
+    let addressed = request_host(config, headers).and_then(|h| split_authority(h, default));
+    if addressed.as_ref() == Some(&theirs) {
+        return true;
+    }
+    config
+        .public_url
+        .as_deref()
+        .and_then(origin_authority)
+        .is_some_and(|(public, _)| public == theirs)
+}
+
+/// `scheme://host[:port][/...]` as ((host, port), the scheme's default port).
+fn origin_authority(url: &str) -> Option<((String, u16), u16)> {
+    let (scheme, rest) = url.split_once("://")?;
+    let default = if scheme.eq_ignore_ascii_case("https") {
+        443
+    } else if scheme.eq_ignore_ascii_case("http") {
+        80
+    } else {
+        return None;
+    };
+    let authority = rest.split('/').next()?;
+    Some((split_authority(authority, default)?, default))
 }
 
 /// The base of capture URLs (`{base}/r/{bin}`): `--capture-url`, else [`public_base`].
@@ -144,6 +193,55 @@ mod tests {
         assert_eq!(is_capture_host(&config, &h), Some(false));
         assert_eq!(public_base(&config, &h), "http://webhook.example.com");
         assert_eq!(is_capture_host(&config, &HeaderMap::new()), Some(false));
+    }
+
+    #[test]
+    fn cross_site_requests_are_told_by_fetch_metadata_or_origin() {
+        let config = Config::for_db("x.db");
+        let cross_with = |config: &Config, pairs: &[(&'static str, &'static str)]| {
+            is_cross_site(config, &headers(pairs))
+        };
+        let cross = |pairs: &[(&'static str, &'static str)]| cross_with(&config, pairs);
+        assert!(
+            !cross(&[("host", "h:8080")]),
+            "no browser headers: not a browser"
+        );
+        assert!(cross(&[
+            ("host", "h:8080"),
+            ("sec-fetch-site", "cross-site")
+        ]));
+        assert!(!cross(&[
+            ("host", "h:8080"),
+            ("sec-fetch-site", "same-origin")
+        ]));
+        assert!(!cross(&[("host", "h:8080"), ("origin", "http://h:8080")]));
+        assert!(!cross(&[("host", "H:8080"), ("origin", "http://h:8080")]));
+        assert!(!cross(&[("host", "h"), ("origin", "https://h")]));
+        assert!(cross(&[("host", "h:8080"), ("origin", "http://h:8081")]));
+        assert!(cross(&[
+            ("host", "h:8080"),
+            ("origin", "http://evil.example")
+        ]));
+        assert!(cross(&[("host", "h:8080"), ("origin", "null")]));
+        assert!(
+            cross(&[("origin", "http://h:8080")]),
+            "no host to compare with"
+        );
+        let mut config = config.clone();
+        config.public_url = Some("https://hooks.example/prefix".into());
+        let cross = |pairs: &[(&'static str, &'static str)]| cross_with(&config, pairs);
+        assert!(!cross(&[
+            ("host", "10.0.0.1"),
+            ("origin", "https://hooks.example")
+        ]));
+        let mut config = config.clone();
+        config.trust_proxy = true;
+        let cross = |pairs: &[(&'static str, &'static str)]| cross_with(&config, pairs);
+        assert!(!cross(&[
+            ("host", "upstream"),
+            ("x-forwarded-host", "webhook.example"),
+            ("origin", "https://webhook.example")
+        ]));
     }
 
     #[test]

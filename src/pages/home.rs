@@ -38,7 +38,7 @@ pub async fn create_bin(
     req: Request<Incoming>,
     conn: &ConnInfo,
 ) -> PageResult {
-    check_same_site(&req)?;
+    check_same_site(state, &req)?;
     let ip = client_ip(&state.config, conn.peer, req.headers());
     api::admit_new_bin(state, ip, now_ms())?;
     let id = crate::ids::new_bin_id();

@@ -79,6 +79,7 @@ UPDATE bins SET last_request_id = max(last_request_id,
 /// Opens (creating if needed) the write connection and brings the schema up to date.
 pub fn open_writer(path: &Path, sync: Synchronous) -> Result<Connection, StoreError> {
     let open = |e| StoreError::open(path, e);
+    create_private(path)?;
     let conn = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_WRITE
@@ -117,6 +118,35 @@ pub fn open_writer(path: &Path, sync: Synchronous) -> Result<Connection, StoreEr
         other => other,
     })?;
     Ok(conn)
+}
+
+/// Creates a missing database file readable and writable by its owner only (0600), whatever
+/// the umask: it holds other people's webhooks and their secrets. SQLite gives the `-wal` and
+/// `-shm` files it creates next to it the same mode. An existing file keeps the mode its
+/// operator gave it.
+fn create_private(path: &Path) -> Result<(), StoreError> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        let created = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(path);
+        let failed = |e: std::io::Error| StoreError::Open {
+            path: path.display().to_string(),
+            reason: e.to_string(),
+        };
+        match created {
+            // The umask may only have taken bits away; set the mode exactly.
+            Ok(file) => file
+                .set_permissions(std::fs::Permissions::from_mode(0o600))
+                .map_err(failed)?,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(failed(e)),
+        }
+    }
+    Ok(())
 }
 
 /// A read-only connection for the read pool.

@@ -397,3 +397,97 @@ fn behind_a_proxy_the_forwarded_host_tells_the_hosts_apart() {
     to("webhook.hookbin.test").assert_error(421, "wrong_host");
     to("in.hookbin.test:8443").assert_error(421, "wrong_host");
 }
+
+#[test]
+fn the_database_and_its_wal_are_private_whatever_the_umask() {
+    use std::os::unix::fs::PermissionsExt;
+    let s = Server::start_with_umask(0o000, &[]);
+    let bin = s.create_bin();
+    s.capture(&bin, b"a secret webhook");
+    for suffix in ["", "-wal", "-shm"] {
+        let mut path = s.db.clone().into_os_string();
+        path.push(suffix);
+        let mode = std::fs::metadata(&path)
+            .unwrap_or_else(|e| panic!("{path:?}: {e}"))
+            .permissions()
+            .mode()
+            & 0o777;
+        assert_eq!(mode, 0o600, "{path:?} is {mode:o}");
+    }
+}
+
+#[test]
+fn other_sites_pages_cannot_change_anything() {
+    let s = Server::start(&[]);
+    let own = format!("http://{}", s.addr);
+    let bin = s.create_bin();
+    let foreign: [&[(&str, &str)]; 4] = [
+        &[("Sec-Fetch-Site", "cross-site")],
+        &[("Origin", "https://evil.example")],
+        &[("Origin", "null")],
+        &[("Origin", "http://127.0.0.1:1")],
+    ];
+    for headers in foreign {
+        // Every state-changing API call, including the no-cors form of creating a bin.
+        let with_type: Vec<(&str, &str)> = headers
+            .iter()
+            .copied()
+            .chain([("Content-Type", "text/plain")])
+            .collect();
+        s.request("POST", "/api/bins", &with_type, b"")
+            .assert_error(403, "cross_site_request");
+        s.request("DELETE", &format!("/api/bins/{bin}"), headers, b"")
+            .assert_error(403, "cross_site_request");
+        s.request(
+            "PUT",
+            &format!("/api/bins/{bin}/response"),
+            &with_type,
+            br#"{"status": 500}"#,
+        )
+        .assert_error(403, "cross_site_request");
+        s.request("DELETE", &format!("/api/bins/{bin}/requests"), headers, b"")
+            .assert_error(403, "cross_site_request");
+        // Forms, too.
+        let form = s.request(
+            "POST",
+            "/bins",
+            &[
+                headers,
+                &[("Content-Type", "application/x-www-form-urlencoded")],
+            ]
+            .concat(),
+            b"",
+        );
+        assert_eq!(form.status, 403, "{headers:?}: {}", form.text());
+        let form = s.request("POST", &format!("/bins/{bin}/delete"), headers, b"");
+        assert_eq!(form.status, 403, "{headers:?}");
+        // Reading stays open (CORS decides what a page may see), and captures are for anyone.
+        assert_eq!(
+            s.request("GET", &format!("/api/bins/{bin}"), headers, b"")
+                .status,
+            200
+        );
+        assert_eq!(
+            s.request("POST", &format!("/r/{bin}"), headers, b"x")
+                .status,
+            200
+        );
+    }
+    assert_eq!(
+        s.get(&format!("/api/bins/{bin}")).json()["response"],
+        serde_json::Value::Null
+    );
+    assert!(
+        s.get("/metrics")
+            .text()
+            .contains("hookbin_bins_created_total 1\n")
+    );
+    // The server's own pages, and clients that are no browser, are served.
+    for headers in [
+        &[("Origin", own.as_str()), ("Sec-Fetch-Site", "same-origin")][..],
+        &[],
+    ] {
+        assert_eq!(s.request("POST", "/api/bins", headers, b"").status, 201);
+        assert_eq!(s.request("POST", "/bins", headers, b"").status, 303);
+    }
+}

@@ -827,3 +827,49 @@ fn ui_a_custom_response_cannot_act_on_the_inspectors_origin() {
     );
     assert_no_problems(&page);
 }
+
+/// Issue 11: a page of another site cannot create bins (or change anything) in the visitor's
+/// name with a no-cors request, which the browser sends without asking.
+#[test]
+fn ui_another_sites_page_cannot_post_to_the_api() {
+    let server = Server::start(&[]);
+    let Some(browser) = Browser::launch() else {
+        return;
+    };
+    let bin = server.create_bin();
+    let page = browser.new_page(DESKTOP.0, DESKTOP.1);
+    // A page of another site: http://localhost:PORT is not http://127.0.0.1:PORT. (Served by
+    // this same server as a custom response, because Chromium keeps pages of public or unknown
+    // origins from reaching loopback at all; its script is run through the DevTools protocol,
+    // as its own would be sandboxed.)
+    let elsewhere = server.create_bin_with(
+        r#"{"response": {"headers": [["Content-Type", "text/html"]], "body": "<title>elsewhere</title>"}}"#,
+    )["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    page.goto(&format!(
+        "http://localhost:{}/r/{elsewhere}/page",
+        server.addr.port()
+    ));
+    let target = server.url("");
+    let sent = page.eval(&format!(
+        "Promise.all([\
+           fetch('{target}/api/bins', {{method: 'POST', mode: 'no-cors', body: '{{}}'}}),\
+           fetch('{target}/bins', {{method: 'POST', mode: 'no-cors'}}),\
+           fetch('{target}/bins/{bin}/delete', {{method: 'POST', mode: 'no-cors', \
+             headers: {{'Content-Type': 'application/x-www-form-urlencoded'}}, body: 'x=1'}}),\
+         ]).then(() => 'sent', e => 'failed: ' + e)"
+    ));
+    assert_eq!(sent, json!("sent"), "{}", page.problems().join("\n"));
+    let metrics = server.get("/metrics").text();
+    assert!(
+        metrics.contains("hookbin_bins_created_total 2\n"),
+        "a bin was created: {metrics}"
+    );
+    assert_eq!(server.get(&format!("/api/bins/{bin}")).status, 200);
+    // The same requests from the server's own page do go through.
+    page.goto(&server.url("/"));
+    let created = page.eval("fetch('/api/bins', {method: 'POST'}).then(r => r.status)");
+    assert_eq!(created, json!(201));
+}

@@ -43,12 +43,23 @@ impl Server {
     /// Starts with extra environment variables (an empty value removes the variable, e.g.
     /// `RUST_LOG` for the default level); `Err(log)` if it exits or never listens.
     pub fn try_start(db: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<Server, String> {
-        Server::try_start_listening(db, "127.0.0.1:0", args, env)
+        Server::try_start_listening(db, "127.0.0.1:0", args, env, None)
+    }
+
+    /// A server with a fresh temporary database, started under the given umask (through `sh`,
+    /// which then execs hookbin: the process is still hookbin's).
+    pub fn start_with_umask(umask: u32, args: &[&str]) -> Server {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let db = dir.path().join("hookbin.db");
+        let mut server = Server::try_start_listening(&db, "127.0.0.1:0", args, &[], Some(umask))
+            .unwrap_or_else(|log| panic!("hookbin did not start:\n{log}"));
+        server._dir = Some(dir);
+        server
     }
 
     /// A server on an existing database and a given address (to restart one on its old port).
     pub fn start_at(db: &Path, listen: SocketAddr, args: &[&str]) -> Server {
-        Server::try_start_listening(db, &listen.to_string(), args, &[])
+        Server::try_start_listening(db, &listen.to_string(), args, &[], None)
             .unwrap_or_else(|log| panic!("hookbin did not start:\n{log}"))
     }
 
@@ -57,8 +68,18 @@ impl Server {
         listen: &str,
         args: &[&str],
         env: &[(&str, &str)],
+        umask: Option<u32>,
     ) -> Result<Server, String> {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_hookbin"));
+        let mut cmd = match umask {
+            None => Command::new(env!("CARGO_BIN_EXE_hookbin")),
+            Some(mask) => {
+                let mut sh = Command::new("sh");
+                sh.arg("-c")
+                    .arg(format!("umask {mask:03o} && exec \"$0\" \"$@\""))
+                    .arg(env!("CARGO_BIN_EXE_hookbin"));
+                sh
+            }
+        };
         cmd.arg("--listen")
             .arg(listen)
             .arg("--db")
