@@ -163,7 +163,7 @@ pub async fn capture(
 
     if read.refused {
         state.metrics.body_memory_rejections.fetch_add(1, Relaxed);
-        tracing::warn!(bin_id = %bin, "body memory budget spent: answering 503");
+        tracing::debug!(bin_id = %bin, "body memory budget spent: answering 503");
         let err = ApiError::unavailable(
             "body_memory_full",
             "the server holds too many large request bodies right now; retry shortly (nothing \

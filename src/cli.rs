@@ -100,7 +100,7 @@ pub struct ServeArgs {
     #[arg(long, env = "HOOKBIN_PUBLIC_URL", value_name = "URL")]
     pub public_url: Option<String>,
 
-    /// A host of its own for captures, e.g. https://in.example.com: bin URLs point there, this
+    /// A host of its own for captures, e.g. `https://in.example.com`: bin URLs point there, this
     /// host only serves /r/ and /healthz, and every other host refuses /r/ (so a bin's custom
     /// response is never served on the inspector's origin).
     #[arg(long, env = "HOOKBIN_CAPTURE_URL", value_name = "URL")]

@@ -6,7 +6,7 @@
 //! A custom response is written by whoever holds the bin id, and it may be served on the same
 //! origin as the inspector (unless `--capture-url` puts captures on a host of their own). So a
 //! spec may not carry headers that act beyond its own response, on the whole origin or host
-//! ([`ORIGIN_WIDE`]), nor cookies outside its bin, nor redirects away from it. Capture responses
+//! (`ORIGIN_WIDE`), nor cookies outside its bin, nor redirects away from it. Capture responses
 //! also always carry `Content-Security-Policy: sandbox` (see `capture.rs`), which no spec can
 //! set or remove: whatever a spec's body holds, no script of it runs with the origin's rights.
 

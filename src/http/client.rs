@@ -63,18 +63,20 @@ pub fn is_capture_host(config: &Config, headers: &HeaderMap) -> Option<bool> {
 
 /// Whether a browser says this request comes from a page of another site or origin:
 /// `Sec-Fetch-Site: cross-site`, or an `Origin` that is not this server (the host the request
-/// was sent to, or `--public-url`); `Origin: null`, which sandboxed documents such as capture
-/// responses send, counts as foreign. Requests with neither header (curl, scripts, webhook
-/// senders) are no browser acting for a user, and pass.
+/// was sent to, or `--public-url`). `Origin: null` (sandboxed documents such as capture
+/// responses send it) counts as foreign, except with `Sec-Fetch-Site: same-origin`: our own
+/// pages' forms send `null` too, because the pages say `Referrer-Policy: no-referrer`, and
+/// `Sec-Fetch-Site` is set by the browser alone. Requests with neither header (curl, scripts,
+/// webhook senders) are no browser acting for a user, and pass.
 pub fn is_cross_site(config: &Config, headers: &HeaderMap) -> bool {
-    if headers
-        .get("sec-fetch-site")
-        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"cross-site"))
-    {
+    let site = headers.get("sec-fetch-site").map(|v| v.as_bytes());
+    if site.is_some_and(|v| v.eq_ignore_ascii_case(b"cross-site")) {
         return true;
     }
+    let same_origin = site.is_some_and(|v| v.eq_ignore_ascii_case(b"same-origin"));
     match headers.get(hyper::header::ORIGIN) {
         None => false,
+        Some(origin) if origin.as_bytes() == b"null" => !same_origin,
         Some(origin) => !origin
             .to_str()
             .is_ok_and(|origin| is_own_origin(config, headers, origin)),
@@ -223,6 +225,24 @@ mod tests {
             ("origin", "http://evil.example")
         ]));
         assert!(cross(&[("host", "h:8080"), ("origin", "null")]));
+        assert!(cross(&[
+            ("host", "h:8080"),
+            ("origin", "null"),
+            ("sec-fetch-site", "same-site")
+        ]));
+        assert!(
+            !cross(&[
+                ("host", "h:8080"),
+                ("origin", "null"),
+                ("sec-fetch-site", "same-origin")
+            ]),
+            "our own forms under Referrer-Policy: no-referrer"
+        );
+        assert!(cross(&[
+            ("host", "h:8080"),
+            ("origin", "http://evil.example"),
+            ("sec-fetch-site", "same-origin")
+        ]));
         assert!(
             cross(&[("origin", "http://h:8080")]),
             "no host to compare with"
