@@ -1,8 +1,9 @@
--- hookbin database schema, version 1.
+-- hookbin database schema, version 2 (`PRAGMA user_version`).
 --
 -- Embedded in the binary (src/storage/schema.rs) and applied in one transaction when the database
--- file is new. The connection pragmas (WAL, foreign_keys, busy_timeout, synchronous) are set per
--- connection in code, because SQLite does not persist most of them in the file.
+-- file is new; a file made by an older hookbin is brought up to this version by the migrations in
+-- src/storage/schema.rs. The connection pragmas (WAL, foreign_keys, busy_timeout, synchronous) are
+-- set per connection in code, because SQLite does not persist most of them in the file.
 
 -- A bin: the unguessable capture URL `/r/{id}` and what it answers.
 CREATE TABLE bins (
@@ -11,8 +12,8 @@ CREATE TABLE bins (
     expires_at    INTEGER NOT NULL,              -- unix milliseconds; expired bins answer 404
     response      TEXT,                          -- custom ResponseSpec as JSON; NULL = default 200 ok
     request_count INTEGER NOT NULL DEFAULT 0,    -- kept by the writer so the per-bin cap costs no COUNT(*)
-    -- The newest request id ever given in this bin, even if that request was deleted since: at
-    -- start the writer continues above every such id, so a request id (and an event stream's
+    -- The newest request id (bin_requests.seq) ever given in this bin, even if that request was
+    -- deleted since: the next capture gets this + 1, so a request id (and an event stream's
     -- Last-Event-ID) always means the same request.
     last_request_id INTEGER NOT NULL DEFAULT 0
 ) WITHOUT ROWID;
@@ -23,10 +24,13 @@ CREATE INDEX bins_by_expiry ON bins (expires_at);
 -- One captured request. Columns the request list needs come first; `headers` and `body` come last
 -- so that listing summaries never reads their overflow pages.
 CREATE TABLE bin_requests (
-    -- Given by the writer, increasing, never reused within a bin (see bins.last_request_id).
-    -- Not AUTOINCREMENT: its per-insert sqlite_sequence update cost 15% of capture throughput.
+    -- Internal row id, never shown: SQLite picks it. Not AUTOINCREMENT: its per-insert
+    -- sqlite_sequence update cost 15% of capture throughput, and nothing relies on its order.
     id             INTEGER PRIMARY KEY,
     bin_id         TEXT    NOT NULL REFERENCES bins (id) ON DELETE CASCADE,
+    -- The public request id: 1, 2, 3... within the bin, given by the writer, never reused (see
+    -- bins.last_request_id). Per bin, so that a sender learns nothing about other bins' traffic.
+    seq            INTEGER NOT NULL,
     received_at    INTEGER NOT NULL,             -- unix milliseconds
     method         TEXT    NOT NULL,
     path           TEXT    NOT NULL,             -- as received, percent-encoding kept, no query
@@ -41,6 +45,6 @@ CREATE TABLE bin_requests (
     body           BLOB    NOT NULL              -- raw bytes exactly as received
 );
 
--- Newest-first listing, cursor pagination, per-bin eviction of the oldest, and the foreign key's
--- cascade all use this index.
-CREATE INDEX bin_requests_by_bin ON bin_requests (bin_id, id);
+-- Lookups by public id, newest-first listing, cursor pagination, per-bin eviction of the oldest,
+-- and the foreign key's cascade all use this index.
+CREATE UNIQUE INDEX bin_requests_by_bin ON bin_requests (bin_id, seq);

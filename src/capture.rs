@@ -18,12 +18,14 @@ use hyper::{HeaderMap, Method, Request, Response, StatusCode, Version};
 use crate::clock::now_ms;
 use crate::http::ConnInfo;
 use crate::http::body::{self, Body};
-use crate::http::client::client_ip;
+use crate::http::client::{client_ip, is_capture_host};
 use crate::http::error::ApiError;
 use crate::ids;
+use crate::limits::BodyMemory;
 use crate::model::{HeaderPair, StoredRequest};
 use crate::rawhead::RawHead;
-use crate::response::ResponseSpec;
+use crate::response::{MAX_DELAY_MS, ResponseSpec};
+use crate::shutdown::ShutdownSignal;
 use crate::state::AppState;
 use crate::storage::{CaptureOutcome, StoreError};
 
@@ -39,6 +41,15 @@ pub async fn capture(
     bin: &str,
 ) -> Response<Body> {
     let started = Instant::now();
+    if is_worker_script_fetch(req.headers()) {
+        return ApiError::new(
+            StatusCode::FORBIDDEN,
+            "worker_script_refused",
+            "capture URLs cannot be loaded as a service worker or as a script of this \
+             server's own pages; nothing was recorded",
+        )
+        .into_response();
+    }
     let received_at = now_ms();
     let Some(entry) = ids::is_valid_bin_id(bin)
         .then(|| state.store.bin_entry(bin, received_at))
@@ -52,12 +63,40 @@ pub async fn capture(
     let subpath = &path["/r/".len() + bin.len()..];
     let query = parts.uri.query().unwrap_or("");
 
+    let on_capture_host = is_capture_host(&state.config, &parts.headers);
     if is_browser_navigation(&parts.method, subpath, parts.uri.query(), &parts.headers) {
-        let mut res = body::text(StatusCode::SEE_OTHER, "");
-        if let Ok(location) = HeaderValue::from_str(&format!("/bins/{bin}")) {
-            res.headers_mut().insert(LOCATION, location);
+        // To the inspector: on its own host a relative path; from the capture host only when
+        // the inspector's address is known (else the visit is recorded like any request).
+        let inspector = match (on_capture_host, &state.config.public_url) {
+            (Some(true), Some(public)) => Some(format!("{public}/bins/{bin}")),
+            (Some(true), None) => None,
+            _ => Some(format!("/bins/{bin}")),
+        };
+        if let Some(location) = inspector {
+            let mut res = body::text(StatusCode::SEE_OTHER, "");
+            if let Ok(location) = HeaderValue::from_str(&location) {
+                res.headers_mut().insert(LOCATION, location);
+            }
+            return res;
         }
-        return res;
+    }
+    if on_capture_host == Some(false) {
+        // `--capture-url` is set and this is the inspector's host: a custom response must never
+        // be served on the inspector's origin.
+        let capture = state
+            .config
+            .capture
+            .as_ref()
+            .map_or("", |c| c.base.as_str());
+        return ApiError::new(
+            StatusCode::MISDIRECTED_REQUEST,
+            "wrong_host",
+            format!(
+                "this host serves the inspector; send captures to {capture}/r/{bin}; nothing \
+                 was recorded"
+            ),
+        )
+        .into_response();
     }
 
     if let Some(head) = &raw
@@ -84,14 +123,15 @@ pub async fn capture(
     };
 
     let declared = declared_length(&parts.headers);
-    let read = match read_body(
-        incoming,
-        state.config.max_body_bytes,
-        declared,
-        state.config.body_timeout,
-    )
-    .await
-    {
+    // Given back once the row is committed (or the request refused), not before: the body is
+    // in memory until then.
+    let mut memory = state.body_memory.account();
+    let limits = BodyLimits {
+        max: state.config.max_body_bytes,
+        idle: state.config.body_timeout,
+        deadline: tokio::time::Instant::from_std(started + state.config.body_deadline),
+    };
+    let read = match read_body(incoming, declared, &limits, &mut memory).await {
         Ok(read) => read,
         Err(BodyError::Timeout) => {
             tracing::debug!(bin_id = %bin, "body timed out; nothing recorded");
@@ -99,6 +139,17 @@ pub async fn capture(
                 StatusCode::REQUEST_TIMEOUT,
                 "body_timeout",
                 "the request body stalled; nothing was recorded",
+            ));
+        }
+        Err(BodyError::Deadline) => {
+            tracing::debug!(bin_id = %bin, "body past its deadline; nothing recorded");
+            return close(ApiError::new(
+                StatusCode::REQUEST_TIMEOUT,
+                "body_too_slow",
+                format!(
+                    "the request body did not arrive within {}; nothing was recorded",
+                    humantime::format_duration(state.config.body_deadline)
+                ),
             ));
         }
         Err(BodyError::Broken(e)) => {
@@ -110,11 +161,24 @@ pub async fn capture(
         }
     };
 
-    let body_size = if read.truncated {
-        declared.unwrap_or(read.received)
-    } else {
-        read.bytes.len() as u64
-    };
+    if read.refused {
+        state.metrics.body_memory_rejections.fetch_add(1, Relaxed);
+        tracing::debug!(bin_id = %bin, "body memory budget spent: answering 503");
+        let err = ApiError::unavailable(
+            "body_memory_full",
+            "the server holds too many large request bodies right now; retry shortly (nothing \
+             was recorded)",
+            5,
+        );
+        return if read.complete {
+            err.into_response()
+        } else {
+            close(err)
+        };
+    }
+    // What arrived, never what the client declared: a cut body's size is the bytes received
+    // before hookbin stopped reading (all of them when it read to the end).
+    let body_size = read.received;
     let request = StoredRequest {
         id: String::new(),
         bin_id: bin.to_owned(),
@@ -134,6 +198,7 @@ pub async fn capture(
         Ok(id) => id,
         Err(res) => return res,
     };
+    drop(memory);
     state.metrics.observe_capture(started.elapsed());
 
     let mut res = if read.truncated {
@@ -154,7 +219,7 @@ pub async fn capture(
         }
         res
     } else if let Some(spec) = &entry.response {
-        custom_response(state, spec).await
+        custom_response(&state.shutdown, spec, conn).await
     } else {
         body::text(StatusCode::OK, "ok")
     };
@@ -196,6 +261,40 @@ async fn persist(state: &AppState, request: StoredRequest) -> Result<i64, Respon
         Ok(CaptureOutcome::BinGone) => Err(ApiError::bin_not_found().into_response()),
         Err(e) => Err(ApiError::from(e).into_response()),
     }
+}
+
+/// The headers every response under `/r/` carries, whatever produced it (a custom response, an
+/// error, a redirect), set last so that nothing can remove or replace them:
+/// - `Content-Security-Policy: sandbox`: a document from a capture URL gets an opaque origin,
+///   with no script, forms, popups or storage, so a custom `text/html` response can never act
+///   as the inspector (issue 11). Custom responses cannot set a policy of their own.
+/// - `X-Content-Type-Options: nosniff`: bytes are never sniffed into a script or a page.
+pub fn seal(res: &mut Response<Body>) {
+    let h = res.headers_mut();
+    h.insert(
+        hyper::header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static("sandbox"),
+    );
+    h.insert(
+        hyper::header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+}
+
+/// A browser fetching a capture URL as a service worker script (`Service-Worker: script`), or
+/// as a script or worker for a page of this very origin. A service worker registered from a
+/// capture URL would control the inspector's pages for good; the sandbox policy cannot stop
+/// that, because it does not apply to worker scripts. Nothing legitimate does this: webhooks do
+/// not, and a page of another site loading a capture URL as a script says `cross-site`.
+fn is_worker_script_fetch(headers: &HeaderMap) -> bool {
+    let h = |name: &str| headers.get(name).map(HeaderValue::as_bytes);
+    if h("service-worker").is_some_and(|v| v.eq_ignore_ascii_case(b"script")) {
+        return true;
+    }
+    let dest = h("sec-fetch-dest");
+    dest == Some(b"serviceworker")
+        || (h("sec-fetch-site") == Some(b"same-origin")
+            && matches!(dest, Some(b"script" | b"worker" | b"sharedworker")))
 }
 
 /// A browser opening the bare capture URL is sent to the inspector instead of being recorded.
@@ -249,6 +348,8 @@ struct ReadBody {
     /// Bytes received in all, including any read past `max` and discarded.
     received: u64,
     truncated: bool,
+    /// `--max-body-memory` was spent: the bytes were dropped, the rest was discarded.
+    refused: bool,
     /// Whether the body was read to its end (so the connection can be reused).
     complete: bool,
 }
@@ -257,27 +358,62 @@ struct ReadBody {
 enum BodyError {
     /// No data for `--body-timeout`.
     Timeout,
+    /// The body was not whole by `--body-deadline`.
+    Deadline,
     /// The client broke off or sent a malformed chunked body.
     Broken(hyper::Error),
 }
 
-/// Reads the body, keeping at most `max` bytes: memory never holds an unbounded body.
+struct BodyLimits {
+    /// `--max-body-bytes`.
+    max: u64,
+    /// `--body-timeout`: the longest pause between two pieces.
+    idle: Duration,
+    /// `--body-deadline` after the request head: the whole body by then.
+    deadline: tokio::time::Instant,
+}
+
+/// Reads the body, keeping at most `max` bytes, each byte beyond the free part of a body
+/// covered by `memory` (the global budget): memory never holds an unbounded body, nor too many
+/// large ones at once.
 async fn read_body(
     mut body: Incoming,
-    max: u64,
     declared: Option<u64>,
-    idle: Duration,
+    limits: &BodyLimits,
+    memory: &mut BodyMemory<'_>,
 ) -> Result<ReadBody, BodyError> {
+    let max = limits.max;
+    // A declared length is budgeted whole, up front: bodies that will not fit are refused before
+    // they take any memory. (Budgeting bytes only as they arrive let 40 large bodies all grow
+    // until the budget ran out; the memory the refused ones had written then stayed with the
+    // allocator, and the process grew well past the budget.) Chunked bodies are budgeted as
+    // they grow.
+    let expected = declared.unwrap_or(0).min(max);
+    let refused = !memory.cover(expected);
     // Preallocate for the common case of a declared length, but never beyond the limit.
-    let capacity = declared.unwrap_or(0).min(max).min(8 * 1024 * 1024) as usize;
+    let capacity = if refused {
+        0
+    } else {
+        expected.min(8 * 1024 * 1024) as usize
+    };
     let mut read = ReadBody {
         bytes: Vec::with_capacity(capacity),
         received: 0,
         truncated: false,
+        refused,
         complete: true,
     };
     loop {
-        let frame = match tokio::time::timeout(idle, body.frame()).await {
+        let until = (tokio::time::Instant::now() + limits.idle).min(limits.deadline);
+        let frame = match tokio::time::timeout_at(until, body.frame()).await {
+            // A refused body needs no more bytes for its answer.
+            Err(_) if read.refused => {
+                read.complete = false;
+                return Ok(read);
+            }
+            Err(_) if tokio::time::Instant::now() >= limits.deadline => {
+                return Err(BodyError::Deadline);
+            }
             Err(_) => return Err(BodyError::Timeout),
             Ok(None) => return Ok(read),
             Ok(Some(Err(e))) => return Err(BodyError::Broken(e)),
@@ -287,8 +423,18 @@ async fn read_body(
             continue; // trailers: not part of the body
         };
         read.received += data.len() as u64;
+        if !read.truncated && !read.refused {
+            let kept = (read.bytes.len() as u64 + data.len() as u64).min(max);
+            if !memory.cover(kept) {
+                // Free the memory at once; the rest is read and discarded like an oversized
+                // body's, so the client sees the 503 instead of a reset.
+                read.refused = true;
+                read.bytes = Vec::new();
+                memory.release();
+            }
+        }
         keep_up_to(&mut read, &data, max);
-        if read.truncated && read.received > max.saturating_add(MAX_DRAIN_BYTES) {
+        if (read.truncated || read.refused) && read.received > max.saturating_add(MAX_DRAIN_BYTES) {
             read.complete = false;
             return Ok(read);
         }
@@ -296,7 +442,7 @@ async fn read_body(
 }
 
 fn keep_up_to(read: &mut ReadBody, data: &Bytes, max: u64) {
-    if read.truncated {
+    if read.truncated || read.refused {
         return;
     }
     let room = (max - read.bytes.len() as u64) as usize;
@@ -310,13 +456,35 @@ fn keep_up_to(read: &mut ReadBody, data: &Bytes, max: u64) {
 
 /// The bin's configured answer. The delay runs after the commit and holds no database
 /// connection or thread; shutdown cuts it short so a stop never waits 30 s.
-async fn custom_response(state: &AppState, spec: &ResponseSpec) -> Response<Body> {
+///
+/// Delays count per connection: once they add up to `MAX_DELAY_MS` on one connection, the
+/// answer closes it. Otherwise N requests pipelined to a 30 s bin would hold one connection for
+/// N x 30 s; now at most one more delay past 30 s, and a client that wants more must open new
+/// connections, which the per-client limits count.
+async fn custom_response(
+    shutdown: &ShutdownSignal,
+    spec: &ResponseSpec,
+    conn: &ConnInfo,
+) -> Response<Body> {
+    let mut close_after = false;
     if spec.delay_ms > 0 {
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_millis(spec.delay_ms)) => {}
-            _ = state.shutdown.triggered() => {}
+            _ = shutdown.triggered() => {}
         }
+        let spent = conn.delay_spent_ms.fetch_add(spec.delay_ms, Relaxed) + spec.delay_ms;
+        close_after = spent >= MAX_DELAY_MS;
     }
+    let mut res = spec_response(spec);
+    if close_after {
+        res.headers_mut()
+            .insert(CONNECTION, HeaderValue::from_static("close"));
+    }
+    res
+}
+
+/// The spec as a response (after its delay).
+fn spec_response(spec: &ResponseSpec) -> Response<Body> {
     if spec.status < 200 {
         // HTTP/1.1 has no final 1xx response: hyper would turn it into a bare 500 (or, for 101,
         // switch protocols and hang). Say so plainly instead; the request itself was recorded.
@@ -396,6 +564,7 @@ mod tests {
             bytes: Vec::new(),
             received: 0,
             truncated: false,
+            refused: false,
             complete: true,
         };
         keep_up_to(&mut read, &Bytes::from_static(b"abc"), 5);
@@ -405,6 +574,72 @@ mod tests {
         keep_up_to(&mut read, &Bytes::from_static(b"f"), 5);
         assert!(read.truncated);
         assert_eq!(read.bytes, b"abcde");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn delays_add_up_per_connection_then_the_connection_is_closed() {
+        let (_trigger, shutdown) = crate::shutdown::channel();
+        let conn = ConnInfo {
+            peer: "127.0.0.1:1".parse().unwrap(),
+            tap: crate::rawhead::HeadTap::new(1024),
+            delay_spent_ms: Default::default(),
+        };
+        let spec = |delay_ms| ResponseSpec {
+            status: 202,
+            headers: Vec::new(),
+            body: String::new(),
+            delay_ms,
+        };
+        let closes = |res: &Response<Body>| res.headers().get(CONNECTION).is_some();
+        let started = tokio::time::Instant::now();
+        // Undelayed answers never count.
+        assert!(!closes(&custom_response(&shutdown, &spec(0), &conn).await));
+        let first = custom_response(&shutdown, &spec(20_000), &conn).await;
+        assert_eq!(first.status(), StatusCode::ACCEPTED);
+        assert!(
+            !closes(&first),
+            "20 s of delay so far: the connection stays"
+        );
+        assert!(closes(
+            &custom_response(&shutdown, &spec(10_000), &conn).await
+        ));
+        assert_eq!(
+            started.elapsed(),
+            Duration::from_secs(30),
+            "each delay is served whole"
+        );
+        // Another connection has a budget of its own.
+        let other = ConnInfo {
+            peer: conn.peer,
+            tap: crate::rawhead::HeadTap::new(1024),
+            delay_spent_ms: Default::default(),
+        };
+        assert!(!closes(
+            &custom_response(&shutdown, &spec(29_999), &other).await
+        ));
+    }
+
+    #[test]
+    fn worker_script_fetches_are_recognised() {
+        let with = |pairs: &[(&'static str, &'static str)]| {
+            let mut h = HeaderMap::new();
+            for (k, v) in pairs {
+                h.insert(*k, HeaderValue::from_static(v));
+            }
+            is_worker_script_fetch(&h)
+        };
+        assert!(with(&[("service-worker", "script")]));
+        assert!(with(&[("sec-fetch-dest", "serviceworker")]));
+        assert!(with(&[
+            ("sec-fetch-dest", "script"),
+            ("sec-fetch-site", "same-origin")
+        ]));
+        assert!(!with(&[
+            ("sec-fetch-dest", "script"),
+            ("sec-fetch-site", "cross-site")
+        ]));
+        assert!(!with(&[("sec-fetch-dest", "document")]));
+        assert!(!with(&[]));
     }
 
     #[test]

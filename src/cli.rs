@@ -112,6 +112,12 @@ pub struct ServeArgs {
     #[arg(long, env = "HOOKBIN_PUBLIC_URL", value_name = "URL")]
     pub public_url: Option<String>,
 
+    /// A host of its own for captures, e.g. `https://in.example.com`: bin URLs point there, this
+    /// host only serves /r/ and /healthz, and every other host refuses /r/ (so a bin's custom
+    /// response is never served on the inspector's origin).
+    #[arg(long, env = "HOOKBIN_CAPTURE_URL", value_name = "URL")]
+    pub capture_url: Option<String>,
+
     /// Lifetime of a bin and its requests (humantime: 30s, 1h, 7d).
     #[arg(long, env = "HOOKBIN_BIN_TTL", value_name = "DUR", default_value = "7d", value_parser = parse_duration)]
     pub bin_ttl: Duration,
@@ -146,9 +152,49 @@ pub struct ServeArgs {
     #[arg(long, env = "HOOKBIN_BODY_TIMEOUT", value_name = "DUR", default_value = "30s", value_parser = parse_duration)]
     pub body_timeout: Duration,
 
+    /// A request body must arrive whole within this time (however steadily it trickles), or the
+    /// request is answered 408 and the connection closed.
+    #[arg(long, env = "HOOKBIN_BODY_DEADLINE", value_name = "DUR", default_value = "60s", value_parser = parse_duration)]
+    pub body_deadline: Duration,
+
     /// Connections served at once; further ones wait in the listen backlog.
     #[arg(long, env = "HOOKBIN_MAX_CONNECTIONS", value_name = "N", default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     pub max_connections: u64,
+
+    /// Connections one client address (IPv6: one /64) may hold, at most half of
+    /// --max-connections; beyond, a new one is answered 429 and closed. Not applied with
+    /// --trust-proxy (the proxy's limit_conn does it); 0 turns it off.
+    #[arg(
+        long,
+        env = "HOOKBIN_MAX_CONNECTIONS_PER_CLIENT",
+        value_name = "N",
+        default_value_t = 64
+    )]
+    pub max_connections_per_client: u32,
+
+    /// Event streams one client address may hold open (429 beyond); 0 turns it off.
+    #[arg(
+        long,
+        env = "HOOKBIN_MAX_STREAMS_PER_CLIENT",
+        value_name = "N",
+        default_value_t = 16
+    )]
+    pub max_streams_per_client: u32,
+
+    /// Requests one client address may have in progress at once (429 beyond, nothing
+    /// recorded); event streams and /healthz and /metrics do not count. 0 turns it off.
+    #[arg(
+        long,
+        env = "HOOKBIN_MAX_IN_FLIGHT_PER_CLIENT",
+        value_name = "N",
+        default_value_t = 64
+    )]
+    pub max_in_flight_per_client: u32,
+
+    /// Bytes of request bodies held in memory at once, beyond the first 64 KiB of each; a body
+    /// that needs more is answered 503 with Retry-After and not recorded.
+    #[arg(long, env = "HOOKBIN_MAX_BODY_MEMORY", value_name = "N", default_value_t = 67_108_864, value_parser = clap::value_parser!(u64).range(0..=1_099_511_627_776))]
+    pub max_body_memory: u64,
 
     /// Bins one client address may create per minute (429 beyond); 0 turns the limit off.
     #[arg(

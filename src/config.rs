@@ -18,6 +18,8 @@ pub struct Config {
     pub db: PathBuf,
     /// Without a trailing slash, e.g. `https://webhook.example.com`.
     pub public_url: Option<String>,
+    /// `--capture-url`: the host captures are sent to, when it is not the inspector's.
+    pub capture: Option<CaptureHost>,
     pub bin_ttl: Duration,
     pub reap_interval: Duration,
     pub max_body_bytes: u64,
@@ -26,11 +28,83 @@ pub struct Config {
     pub trust_proxy: bool,
     pub header_timeout: Duration,
     pub body_timeout: Duration,
+    pub body_deadline: Duration,
     pub max_connections: usize,
+    /// Already at most half of `max_connections`; 0 = no cap.
+    pub max_connections_per_client: u32,
+    pub max_streams_per_client: u32,
+    pub max_in_flight_per_client: u32,
+    pub max_body_memory: u64,
     pub max_bins_per_minute: u32,
     pub write_queue: usize,
     pub synchronous: Synchronous,
     pub log_format: LogFormat,
+}
+
+/// The host of `--capture-url`: bin URLs are `{base}/r/{bin}`, and requests are told apart by
+/// the host they name (see [`crate::http::client::is_capture_host`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CaptureHost {
+    /// `scheme://host[:port]`, as given, without a trailing slash.
+    pub base: String,
+    /// Lower case, IPv6 without brackets, no trailing dot.
+    pub host: String,
+    /// The port, the scheme's default when the URL names none.
+    pub port: u16,
+    /// The default port of the URL's scheme (80 or 443): what a `Host` without a port means.
+    pub default_port: u16,
+}
+
+impl CaptureHost {
+    /// `http(s)://host[:port]`, nothing after the authority but an optional `/`.
+    pub fn parse(s: &str) -> Result<CaptureHost, String> {
+        let base = parse_public_url(s)?;
+        let (scheme, rest) = base.split_once("://").expect("checked by parse_public_url");
+        if rest.contains('/') {
+            return Err(
+                "must be scheme://host[:port], without a path (captures are served at /r/)".into(),
+            );
+        }
+        let default_port = if scheme.eq_ignore_ascii_case("https") {
+            443
+        } else {
+            80
+        };
+        let (host, port) = split_authority(rest, default_port)
+            .ok_or_else(|| "has no valid host[:port]".to_owned())?;
+        Ok(CaptureHost {
+            base,
+            host,
+            port,
+            default_port,
+        })
+    }
+
+    /// Whether `authority` (a `Host` header: `host[:port]`) names this host.
+    pub fn is(&self, authority: &str) -> bool {
+        split_authority(authority, self.default_port)
+            .is_some_and(|(host, port)| host == self.host && port == self.port)
+    }
+}
+
+/// `host[:port]` as (lower-case host without brackets or trailing dot, port or `default`).
+pub(crate) fn split_authority(authority: &str, default: u16) -> Option<(String, u16)> {
+    let authority = authority.trim();
+    let (host, port) = if let Some(rest) = authority.strip_prefix('[') {
+        let (host, after) = rest.split_once(']')?;
+        (host, after.strip_prefix(':'))
+    } else {
+        match authority.rsplit_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (authority, None),
+        }
+    };
+    let port = match port {
+        None => default,
+        Some(p) => p.parse().ok()?,
+    };
+    let host = host.trim_end_matches('.').to_ascii_lowercase();
+    (!host.is_empty()).then_some((host, port))
 }
 
 /// A flag value that parsed but makes no sense.
@@ -67,6 +141,20 @@ impl TryFrom<&ServeArgs> for Config {
             None => None,
             Some(u) => Some(parse_public_url(u).map_err(|r| bad("--public-url", u, &r))?),
         };
+        let capture = match &args.capture_url {
+            None => None,
+            Some(u) => Some(CaptureHost::parse(u).map_err(|r| bad("--capture-url", u, &r))?),
+        };
+        if let (Some(capture), Some(public)) = (&capture, &public_url) {
+            let inspector = public.split_once("://").map_or("", |(_, rest)| rest);
+            if capture.is(inspector.split('/').next().unwrap_or_default()) {
+                return Err(bad(
+                    "--capture-url",
+                    &capture.base,
+                    "must name another host than --public-url (captures need an origin of their own)",
+                ));
+            }
+        }
         if args.db.as_os_str().is_empty() {
             return Err(bad("--db", "", "must not be empty"));
         }
@@ -74,6 +162,7 @@ impl TryFrom<&ServeArgs> for Config {
             listen,
             db: args.db.clone(),
             public_url,
+            capture,
             bin_ttl: args.bin_ttl,
             reap_interval: args.reap_interval,
             max_body_bytes: args.max_body_bytes,
@@ -82,7 +171,15 @@ impl TryFrom<&ServeArgs> for Config {
             trust_proxy: args.trust_proxy,
             header_timeout: args.header_timeout,
             body_timeout: args.body_timeout,
+            body_deadline: args.body_deadline,
             max_connections: args.max_connections as usize,
+            // One client may never hold every global permit (see limits.rs).
+            max_connections_per_client: args
+                .max_connections_per_client
+                .min((args.max_connections / 2).max(1) as u32),
+            max_streams_per_client: args.max_streams_per_client,
+            max_in_flight_per_client: args.max_in_flight_per_client,
+            max_body_memory: args.max_body_memory,
             max_bins_per_minute: args.max_bins_per_minute,
             write_queue: args.write_queue as usize,
             synchronous: args.synchronous,
@@ -164,5 +261,59 @@ mod tests {
         assert!(parse_public_url("ftp://h").is_err());
         assert!(parse_public_url("https://").is_err());
         assert!(parse_public_url("https://h/?a=1").is_err());
+    }
+
+    #[test]
+    fn capture_hosts_match_host_headers() {
+        let c = CaptureHost::parse("https://In.Example.com/").unwrap();
+        assert_eq!(c.base, "https://In.Example.com");
+        for yes in [
+            "in.example.com",
+            "IN.example.COM",
+            "in.example.com:443",
+            "in.example.com.",
+        ] {
+            assert!(c.is(yes), "{yes}");
+        }
+        for no in [
+            "example.com",
+            "in.example.com:80",
+            "in.example.com:8443",
+            "",
+            "x.in.example.com",
+        ] {
+            assert!(!c.is(no), "{no}");
+        }
+        let c = CaptureHost::parse("http://127.0.0.1:9000").unwrap();
+        assert!(c.is("127.0.0.1:9000") && !c.is("127.0.0.1") && !c.is("127.0.0.1:8080"));
+        let c = CaptureHost::parse("http://[::1]:9").unwrap();
+        assert!(c.is("[::1]:9") && !c.is("[::1]"));
+        assert!(CaptureHost::parse("https://h/prefix").is_err());
+        assert!(CaptureHost::parse("h").is_err());
+        assert!(CaptureHost::parse("https://h:port").is_err());
+    }
+
+    #[test]
+    fn capture_url_must_differ_from_public_url() {
+        use clap::Parser;
+        let parse = |args: &[&str]| {
+            let cli = crate::cli::Cli::parse_from(
+                ["hookbin", "--listen", "127.0.0.1:0"].iter().chain(args),
+            );
+            Config::try_from(&cli.serve).map(|c| c.capture.map(|c| c.base))
+        };
+        assert_eq!(
+            parse(&["--capture-url", "https://in.h", "--public-url", "https://h"]).unwrap(),
+            Some("https://in.h".to_owned())
+        );
+        let e = parse(&[
+            "--capture-url",
+            "https://h:443",
+            "--public-url",
+            "https://H/x",
+        ])
+        .unwrap_err();
+        assert_eq!(e.flag, "--capture-url");
+        assert!(parse(&["--capture-url", "ftp://h"]).is_err());
     }
 }

@@ -8,7 +8,8 @@
 //!   including the task tracker every server task runs on.
 //! - [`http`]: routing, the JSON API, the event stream, exports; [`capture`]: recording
 //!   `/r/{bin}`; [`pages`]: the server-rendered inspector pages and static assets.
-//! - [`reaper`]: deletes expired bins; [`metrics`]; [`ratelimit`]: bin creation per address.
+//! - [`reaper`]: deletes expired bins; [`metrics`]; [`limits`], [`ratelimit`]: what one client
+//!   may hold, the body memory budget, bin creation per address.
 //! - [`storage`]: SQLite (one writer thread with group commit, a read-only pool, the in-memory
 //!   index of live bins); [`events`]: live notifications of committed captures.
 //! - [`forward`], [`healthcheck`]: the client subcommands, over [`client`] (HTTP/1.1 with
@@ -28,6 +29,7 @@ pub mod forward;
 pub mod healthcheck;
 pub mod http;
 pub mod ids;
+pub mod limits;
 pub mod metrics;
 pub mod model;
 pub mod pages;
@@ -48,11 +50,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::net::TcpListener;
-use tokio_util::task::TaskTracker;
 
 use crate::config::Config;
 use crate::events::EventHub;
-use crate::ratelimit::BinCreationLimit;
 use crate::state::AppState;
 use crate::storage::{Store, StoreConfig, StoreError};
 
@@ -95,16 +95,7 @@ pub async fn run(
     };
     let (store, writer) = Store::open(&store_config, events.clone(), clock::now_ms())?;
     let (trigger, signal) = shutdown::channel();
-    let state = Arc::new(AppState {
-        bin_limit: BinCreationLimit::new(config.max_bins_per_minute),
-        config,
-        store,
-        events,
-        metrics: Default::default(),
-        shutdown: signal,
-        open_connections: Default::default(),
-        tasks: TaskTracker::new(),
-    });
+    let state = Arc::new(AppState::new(config, store, events, signal));
     tracing::info!(
         db = %state.config.db.display(),
         bins = state.store.bin_count(),

@@ -23,6 +23,8 @@ pub struct Metrics {
     pub bins_reaped: AtomicU64,
     pub requests_reaped: AtomicU64,
     pub bins_rate_limited: AtomicU64,
+    pub client_limit_rejections: AtomicU64,
+    pub body_memory_rejections: AtomicU64,
     capture_latency: Histogram,
 }
 
@@ -40,6 +42,7 @@ pub struct Gauges {
     pub live_bins: usize,
     pub database_bytes: u64,
     pub open_connections: usize,
+    pub body_memory_bytes: u64,
 }
 
 impl Metrics {
@@ -58,7 +61,7 @@ impl Metrics {
 
     pub fn render(&self, g: Gauges) -> String {
         let mut out = String::with_capacity(4096);
-        let counters: [(&str, &str, &AtomicU64); 10] = [
+        let counters: [(&str, &str, &AtomicU64); 12] = [
             (
                 "hookbin_requests_captured_total",
                 "Requests captured and committed.",
@@ -109,6 +112,16 @@ impl Metrics {
                 "Bin creations refused by --max-bins-per-minute (429).",
                 &self.bins_rate_limited,
             ),
+            (
+                "hookbin_client_limit_rejections_total",
+                "Connections, streams and requests refused (429) by a per-client limit.",
+                &self.client_limit_rejections,
+            ),
+            (
+                "hookbin_body_memory_rejections_total",
+                "Requests answered 503 because --max-body-memory was spent.",
+                &self.body_memory_rejections,
+            ),
         ];
         for (name, help, value) in counters {
             let _ = writeln!(
@@ -117,7 +130,7 @@ impl Metrics {
                 value.load(Relaxed)
             );
         }
-        let gauges: [(&str, &str, u64); 4] = [
+        let gauges: [(&str, &str, u64); 5] = [
             (
                 "hookbin_write_queue_depth",
                 "Writes waiting for the database writer.",
@@ -137,6 +150,11 @@ impl Metrics {
                 "hookbin_open_connections",
                 "Client connections being served.",
                 g.open_connections as u64,
+            ),
+            (
+                "hookbin_body_memory_bytes",
+                "Bytes of request bodies held in memory under --max-body-memory.",
+                g.body_memory_bytes,
             ),
         ];
         for (name, help, value) in gauges {

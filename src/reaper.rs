@@ -83,13 +83,10 @@ pub async fn reap_all(
 mod tests {
     use std::sync::atomic::Ordering::Relaxed;
 
-    use tokio_util::task::TaskTracker;
-
     use super::*;
     use crate::config::Config;
     use crate::events::EventHub;
     use crate::model::{Bin, StoredRequest};
-    use crate::ratelimit::BinCreationLimit;
     use crate::storage::{CaptureOutcome, Store, StoreConfig, Synchronous};
 
     #[tokio::test]
@@ -105,16 +102,7 @@ mod tests {
         let events = EventHub::new();
         let (store, writer) = Store::open(&store_config, events.clone(), 0).unwrap();
         let (_trigger, shutdown) = crate::shutdown::channel();
-        let state = AppState {
-            bin_limit: BinCreationLimit::new(0),
-            config,
-            store,
-            events,
-            metrics: Default::default(),
-            shutdown,
-            open_connections: Default::default(),
-            tasks: TaskTracker::new(),
-        };
+        let state = AppState::new(config, store, events, shutdown);
         // (bin, expires_at, requests)
         let bins = [
             ("early", 1_000, 5),

@@ -1,4 +1,9 @@
-//! The accept loop: connection limit, per-connection HTTP/1.1 service, graceful stop.
+//! The accept loop: connection limits, per-connection HTTP/1.1 service, graceful stop.
+//!
+//! `--max-connections` is a global semaphore taken before `accept`; right after it, the peer's
+//! own connections are counted against `--max-connections-per-client` (at most half the global
+//! cap, so one client never holds every permit; see `limits.rs` for the whole design). A
+//! connection over that cap is answered `429` and closed at once, giving its permit back.
 //!
 //! Each connection is a task on [`AppState::tasks`]. On shutdown the accept loop returns (the
 //! listener closes) and every connection finishes the request it is on (hyper's graceful
@@ -16,6 +21,7 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
 use crate::http::{self, ConnInfo};
+use crate::limits::Slot;
 use crate::rawhead::{HeadTap, TappedStream};
 use crate::state::AppState;
 
@@ -59,6 +65,13 @@ pub async fn serve(listener: TcpListener, state: Arc<AppState>) {
             },
             _ = shutdown.triggered() => break,
         };
+        // Not counted with --trust-proxy: the peer is the proxy (the cap is 0 then).
+        let Some(slot) = state.clients.take(peer.ip(), Slot::Connection) else {
+            state.metrics.client_limit_rejections.fetch_add(1, Relaxed);
+            tracing::debug!(%peer, "connection refused: per-client connection limit");
+            refuse(&stream);
+            continue; // drops the stream and the permit
+        };
         let _ = stream.set_nodelay(true);
         let builder = builder.clone();
         let connection_state = state.clone();
@@ -67,9 +80,30 @@ pub async fn serve(listener: TcpListener, state: Arc<AppState>) {
             state.open_connections.fetch_add(1, Relaxed);
             serve_connection(&state, &builder, stream, peer).await;
             state.open_connections.fetch_sub(1, Relaxed);
+            drop(slot);
             drop(permit);
         });
     }
+}
+
+/// The answer to a connection over its client's cap: written without waiting (it fits any
+/// socket buffer), then the connection is dropped. Whatever the client already sent is read
+/// first when it is there, so that the close does not reset the connection before the client
+/// reads the answer; best effort, and it never blocks the accept loop.
+const REFUSAL: &[u8] = b"HTTP/1.1 429 Too Many Requests\r\n\
+Content-Type: application/json\r\nX-Content-Type-Options: nosniff\r\nCache-Control: no-store\r\n\
+Retry-After: 5\r\nConnection: close\r\nContent-Length: 103\r\n\r\n\
+{\"error\":{\"code\":\"too_many_connections\",\"message\":\"this client address has too many open connections\"}}";
+
+fn refuse(stream: &tokio::net::TcpStream) {
+    let mut sink = [0u8; 4096];
+    for _ in 0..4 {
+        match stream.try_read(&mut sink) {
+            Ok(n) if n > 0 => {}
+            _ => break,
+        }
+    }
+    let _ = stream.try_write(REFUSAL);
 }
 
 async fn serve_connection(
@@ -80,7 +114,11 @@ async fn serve_connection(
 ) {
     let tap = HeadTap::new(state.config.max_header_bytes);
     let io = TokioIo::new(TappedStream::new(stream, tap.clone()));
-    let info = Arc::new(ConnInfo { peer, tap });
+    let info = Arc::new(ConnInfo {
+        peer,
+        tap,
+        delay_spent_ms: Default::default(),
+    });
     let service_state = state.clone();
     let service = service_fn(move |req| {
         let state = service_state.clone();
@@ -105,5 +143,25 @@ async fn serve_connection(
     if let Err(e) = result {
         // Timeouts, resets and malformed requests end here; they are the client's business.
         tracing::debug!(%peer, cause = %e, "connection ended with an error");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_refusal_is_a_whole_http_response() {
+        let text = std::str::from_utf8(REFUSAL).unwrap();
+        let (head, body) = text.split_once("\r\n\r\n").unwrap();
+        let length: usize = head
+            .lines()
+            .find_map(|l| l.strip_prefix("Content-Length: "))
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(length, body.len());
+        let value: serde_json::Value = serde_json::from_str(body).unwrap();
+        assert_eq!(value["error"]["code"], "too_many_connections");
     }
 }

@@ -7,6 +7,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::config::Config;
 use crate::events::EventHub;
+use crate::limits::{BodyBudget, ClientLimits};
 use crate::metrics::Metrics;
 use crate::ratelimit::BinCreationLimit;
 use crate::shutdown::ShutdownSignal;
@@ -19,10 +20,47 @@ pub struct AppState {
     pub events: Arc<EventHub>,
     pub metrics: Metrics,
     pub bin_limit: BinCreationLimit,
+    /// Per-client connections, streams and requests in flight.
+    pub clients: Arc<ClientLimits>,
+    /// Request body bytes held in memory (`--max-body-memory`).
+    pub body_memory: BodyBudget,
     pub shutdown: ShutdownSignal,
     /// Client connections being served right now (for /metrics).
     pub open_connections: AtomicUsize,
     /// Every task the server spawns (accept loop, connections, reaper, event streams, exports):
     /// a graceful stop waits for all of them before the last writes are committed.
     pub tasks: TaskTracker,
+}
+
+impl AppState {
+    /// The state for `config`, over an opened store and its event hub; limits come from the
+    /// config (behind a trusted proxy, nginx's `limit_conn` caps connections per client).
+    pub fn new(
+        config: Config,
+        store: Store,
+        events: Arc<EventHub>,
+        shutdown: ShutdownSignal,
+    ) -> Self {
+        let per_client_connections = if config.trust_proxy {
+            0
+        } else {
+            config.max_connections_per_client
+        };
+        AppState {
+            bin_limit: BinCreationLimit::new(config.max_bins_per_minute),
+            clients: ClientLimits::new(
+                per_client_connections,
+                config.max_streams_per_client,
+                config.max_in_flight_per_client,
+            ),
+            body_memory: BodyBudget::new(config.max_body_memory),
+            config,
+            store,
+            events,
+            metrics: Metrics::default(),
+            shutdown,
+            open_connections: AtomicUsize::default(),
+            tasks: TaskTracker::new(),
+        }
+    }
 }

@@ -7,7 +7,11 @@
   const $ = (sel, root = document) => root.querySelector(sel);
   const $$ = (sel, root = document) => Array.from(root.querySelectorAll(sel));
   const WIDE = window.matchMedia('(min-width: 900px)');
-  const TARGET_KEY = 'hookbin.curlTarget';
+  // The copy-as-curl target is remembered per bin, as {"bin": id, "target": url} under this
+  // prefix + the bin id. The unscoped key of earlier versions is never read (a script on this
+  // origin could have planted it to aim everyone's commands at its own server); it is removed.
+  const TARGET_PREFIX = 'hookbin.curlTarget:';
+  const LEGACY_TARGET_KEY = 'hookbin.curlTarget';
 
   document.documentElement.classList.add('js');
 
@@ -96,6 +100,50 @@
   }
 
   // ---- Copy as curl ------------------------------------------------------------------------
+  // The checks of the server's `target` parameter (src/render/curl.rs, validate_target): an
+  // absolute http(s) URL of printable ASCII, no query, fragment or credentials, a registered
+  // name, IPv4 or bracketed IPv6 host, and a port 1..65535.
+  function validTarget(t) {
+    if (typeof t !== 'string') return false;
+    const m = /^https?:\/\/([^/]*)/i.exec(t);
+    if (!m || !/^[\x21-\x7e]+$/.test(t) || /[?#]/.test(t)) return false;
+    const authority = m[1];
+    if (authority.includes('@')) return false;
+    let host;
+    let port;
+    if (authority.startsWith('[')) {
+      const end = authority.indexOf(']');
+      if (end < 0) return false;
+      host = authority.slice(1, end);
+      const after = authority.slice(end + 1);
+      if (after && !after.startsWith(':')) return false;
+      port = after ? after.slice(1) : null;
+      if (!/^[0-9a-fA-F:.]+$/.test(host)) return false;
+    } else {
+      const colon = authority.indexOf(':');
+      host = colon < 0 ? authority : authority.slice(0, colon);
+      port = colon < 0 ? null : authority.slice(colon + 1);
+      if (!/^[A-Za-z0-9\-._~%!$&'()*+,;=]+$/.test(host)) return false;
+    }
+    if (port === null) return true;
+    return /^[0-9]{1,5}$/.test(port) && Number(port) >= 1 && Number(port) <= 65535;
+  }
+  // The target this page remembered for `bin`, or '' for anything it did not write itself for
+  // this very bin (another bin's entry, a bare string, an invalid URL): those are dropped.
+  function rememberedTarget(bin) {
+    const raw = recall(TARGET_PREFIX + bin);
+    if (!raw) return '';
+    let entry = null;
+    try { entry = JSON.parse(raw); } catch (_) { entry = null; }
+    if (entry && entry.bin === bin && validTarget(entry.target)) return entry.target;
+    store(TARGET_PREFIX + bin, '');
+    return '';
+  }
+  function rememberTarget(bin, target) {
+    store(TARGET_PREFIX + bin, validTarget(target) ? JSON.stringify({ bin, target }) : '');
+  }
+  store(LEGACY_TARGET_KEY, '');
+
   async function updateCurl(pre, target) {
     const url = pre.dataset.api + (target ? `?target=${encodeURIComponent(target)}` : '');
     try {
@@ -107,14 +155,17 @@
     const pre = $('#curl-command', root);
     const input = $('#curl-target', root);
     if (!pre || !input) return;
-    if (!input.value && recall(TARGET_KEY)) {
-      input.value = recall(TARGET_KEY);
-      updateCurl(pre, input.value);
+    // /api/bins/{bin}/requests/{id}/curl
+    const bin = pre.dataset.api.split('/')[3] || '';
+    const remembered = rememberedTarget(bin);
+    if (!input.value && remembered) {
+      input.value = remembered;
+      updateCurl(pre, remembered);
     }
     input.form.addEventListener('submit', (ev) => {
       ev.preventDefault();
       const target = input.value.trim();
-      store(TARGET_KEY, target);
+      rememberTarget(bin, target);
       updateCurl(pre, target);
     });
   }

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use super::ConnInfo;
 use super::body::{self, Body};
-use super::client::{client_ip, public_base};
+use super::client::{capture_base, client_ip, is_cross_site, public_base};
 use super::error::ApiError;
 use super::views;
 use crate::clock::now_ms;
@@ -39,6 +39,16 @@ pub async fn route(state: &Arc<AppState>, req: Request<Incoming>, conn: &ConnInf
     let segments: Vec<&str> = path.trim_start_matches("/api/").split('/').collect();
     let method = req.method().clone();
     let get = method == Method::GET || method == Method::HEAD;
+    // A page of another site may not change anything here in the user's name: a no-cors
+    // `fetch('/api/bins', {method: 'POST'})` needs no preflight, so the browser alone would
+    // let it through.
+    if !get && method != Method::OPTIONS && is_cross_site(&state.config, req.headers()) {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "cross_site_request",
+            "this API does not accept changes sent by another site's page",
+        ));
+    }
     match segments.as_slice() {
         ["bins"] => match method {
             Method::POST => create_bin(state, req, conn).await,
@@ -81,7 +91,7 @@ pub async fn route(state: &Arc<AppState>, req: Request<Incoming>, conn: &ConnInf
             _ => Err(ApiError::method_not_allowed("GET")),
         },
         ["bins", bin, "stream"] => match method {
-            _ if get => super::stream::stream(state, &req, bin).await,
+            _ if get => super::stream::stream(state, &req, bin, conn).await,
             _ => Err(ApiError::method_not_allowed("GET")),
         },
         _ => Err(ApiError::route_not_found()),
@@ -144,12 +154,15 @@ pub async fn read_small_body(
 async fn create_bin(state: &Arc<AppState>, req: Request<Incoming>, conn: &ConnInfo) -> ApiResult {
     let ip = client_ip(&state.config, conn.peer, req.headers());
     let base = public_base(&state.config, req.headers());
+    let capture = capture_base(&state.config, req.headers());
     // The limit is checked before the body is read: a flood costs no parsing.
     admit_new_bin(state, ip, now_ms())?;
     let options = read_json(state, req).await?;
-    let (ttl, response) = bin_options(options.as_ref(), state.config.bin_ttl)?;
-    let bin = store_new_bin(state, ip, ttl, response).await?;
-    let mut res = body::json(StatusCode::CREATED, &views::bin(&bin, &base));
+    // The id comes first: a custom response is checked against its bin (cookie paths...).
+    let id = ids::new_bin_id();
+    let (ttl, response) = bin_options(options.as_ref(), state.config.bin_ttl, &id)?;
+    let bin = store_new_bin(state, id, ip, ttl, response).await?;
+    let mut res = body::json(StatusCode::CREATED, &views::bin(&bin, &base, &capture));
     if let Ok(location) = HeaderValue::from_str(&format!("/api/bins/{}", bin.id)) {
         res.headers_mut().insert(LOCATION, location);
     }
@@ -158,32 +171,38 @@ async fn create_bin(state: &Arc<AppState>, req: Request<Incoming>, conn: &ConnIn
 
 /// Counts a bin creation against `--max-bins-per-minute` for `ip`; 429 beyond it.
 pub fn admit_new_bin(state: &AppState, ip: IpAddr, now: i64) -> Result<(), ApiError> {
-    state.bin_limit.check(ip, now).map_err(|wait| {
-        state.metrics.bins_rate_limited.fetch_add(1, Relaxed);
-        ApiError {
-            retry_after: Some(wait),
-            ..ApiError::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                "too_many_bins",
-                format!(
-                    "at most {} bins per minute per client address; retry in {wait} s",
-                    state.config.max_bins_per_minute
-                ),
-            )
-        }
-    })
+    // IPv6 clients by their /64, like every per-client limit.
+    state
+        .bin_limit
+        .check(crate::limits::client_key(ip), now)
+        .map_err(|wait| {
+            state.metrics.bins_rate_limited.fetch_add(1, Relaxed);
+            ApiError {
+                retry_after: Some(wait),
+                ..ApiError::new(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "too_many_bins",
+                    format!(
+                        "at most {} bins per minute per client address; retry in {wait} s",
+                        state.config.max_bins_per_minute
+                    ),
+                )
+            }
+        })
 }
 
-/// Creates a bin (after [`admit_new_bin`]): a fresh id, stored, counted and logged.
+/// Creates bin `id` (a fresh [`ids::new_bin_id`], after [`admit_new_bin`]): stored, counted
+/// and logged.
 pub async fn store_new_bin(
     state: &AppState,
+    id: String,
     ip: IpAddr,
     ttl: Duration,
     response: Option<ResponseSpec>,
 ) -> Result<Bin, ApiError> {
     let now = now_ms();
     let bin = Bin {
-        id: ids::new_bin_id(),
+        id,
         created_at: now,
         expires_at: now.saturating_add(ttl.as_millis() as i64),
         response: response.as_ref().map(ResponseSpec::to_json),
@@ -198,10 +217,11 @@ pub async fn store_new_bin(
     Ok(bin)
 }
 
-/// `{"ttl_seconds": n, "response": ResponseSpec}`, both optional.
+/// `{"ttl_seconds": n, "response": ResponseSpec}`, both optional, for the new bin `bin`.
 pub fn bin_options(
     options: Option<&Value>,
     default_ttl: Duration,
+    bin: &str,
 ) -> Result<(Duration, Option<ResponseSpec>), ApiError> {
     let Some(options) = options else {
         return Ok((default_ttl, None));
@@ -236,7 +256,7 @@ pub fn bin_options(
     let response = match map.get("response") {
         None | Some(Value::Null) => None,
         Some(v) => Some(
-            ResponseSpec::from_json(v, "response.")
+            ResponseSpec::from_json(v, "response.", bin)
                 .map_err(|e| ApiError::unprocessable("invalid_response", e.to_string()))?,
         ),
     };
@@ -253,7 +273,11 @@ async fn get_bin(state: &AppState, req: &Request<Incoming>, id: &str) -> ApiResu
         .ok_or_else(ApiError::bin_not_found)?;
     Ok(body::json(
         StatusCode::OK,
-        &views::bin(&bin, &public_base(&state.config, req.headers())),
+        &views::bin(
+            &bin,
+            &public_base(&state.config, req.headers()),
+            &capture_base(&state.config, req.headers()),
+        ),
     ))
 }
 
@@ -271,20 +295,24 @@ async fn put_response(state: &AppState, req: Request<Incoming>, id: &str) -> Api
     let now = now_ms();
     live_bin(state, id, now)?;
     let base = public_base(&state.config, req.headers());
+    let capture = capture_base(&state.config, req.headers());
     let value = read_json(state, req).await?.ok_or_else(|| {
         ApiError::bad_request(
             "invalid_json",
             "expected a ResponseSpec JSON object, got an empty body",
         )
     })?;
-    let spec = ResponseSpec::from_json(&value, "")
+    let spec = ResponseSpec::from_json(&value, "", id)
         .map_err(|e| ApiError::unprocessable("invalid_response", e.to_string()))?;
     let bin = state
         .store
         .set_response(id, Some(Arc::new(spec)), now)
         .await?
         .ok_or_else(ApiError::bin_not_found)?;
-    Ok(body::json(StatusCode::OK, &views::bin(&bin, &base)))
+    Ok(body::json(
+        StatusCode::OK,
+        &views::bin(&bin, &base, &capture),
+    ))
 }
 
 async fn delete_response(state: &AppState, id: &str) -> ApiResult {

@@ -5,7 +5,7 @@ use std::net::{IpAddr, SocketAddr};
 
 use hyper::HeaderMap;
 
-use crate::config::Config;
+use crate::config::{Config, split_authority};
 use crate::wire::url::HttpUrl;
 
 /// The client's IP. Behind the bundled nginx (`--trust-proxy`), `X-Real-IP` holds the address
@@ -34,29 +34,107 @@ pub fn client_ip(config: &Config, peer: SocketAddr, headers: &HeaderMap) -> IpAd
         .unwrap_or(peer_ip)
 }
 
+/// The first value of header `name`, trimmed, if not empty.
+fn first_value<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| v.split(',').next().unwrap_or("").trim())
+        .filter(|v| !v.is_empty())
+}
+
+/// The host the client addressed, `host[:port]` as it wrote it: `X-Forwarded-Host` (only with
+/// `--trust-proxy`, where nginx sets it to the client's `Host`), else `Host`.
+pub fn request_host<'a>(config: &Config, headers: &'a HeaderMap) -> Option<&'a str> {
+    let forwarded = if config.trust_proxy {
+        first_value(headers, "x-forwarded-host")
+    } else {
+        None
+    };
+    forwarded.or_else(|| first_value(headers, "host"))
+}
+
+/// With `--capture-url`: `Some(true)` when the request was sent to the capture host,
+/// `Some(false)` when to any other (the inspector). `None` without `--capture-url`, where one
+/// host serves everything.
+pub fn is_capture_host(config: &Config, headers: &HeaderMap) -> Option<bool> {
+    let capture = config.capture.as_ref()?;
+    Some(request_host(config, headers).is_some_and(|h| capture.is(h)))
+}
+
+/// Whether a browser says this request comes from a page of another site or origin:
+/// `Sec-Fetch-Site: cross-site`, or an `Origin` that is not this server (the host the request
+/// was sent to, or `--public-url`). `Origin: null` (sandboxed documents such as capture
+/// responses send it) counts as foreign, except with `Sec-Fetch-Site: same-origin`: our own
+/// pages' forms send `null` too, because the pages say `Referrer-Policy: no-referrer`, and
+/// `Sec-Fetch-Site` is set by the browser alone. Requests with neither header (curl, scripts,
+/// webhook senders) are no browser acting for a user, and pass.
+pub fn is_cross_site(config: &Config, headers: &HeaderMap) -> bool {
+    let site = headers.get("sec-fetch-site").map(|v| v.as_bytes());
+    if site.is_some_and(|v| v.eq_ignore_ascii_case(b"cross-site")) {
+        return true;
+    }
+    let same_origin = site.is_some_and(|v| v.eq_ignore_ascii_case(b"same-origin"));
+    match headers.get(hyper::header::ORIGIN) {
+        None => false,
+        Some(origin) if origin.as_bytes() == b"null" => !same_origin,
+        Some(origin) => !origin
+            .to_str()
+            .is_ok_and(|origin| is_own_origin(config, headers, origin)),
+    }
+}
+
+fn is_own_origin(config: &Config, headers: &HeaderMap, origin: &str) -> bool {
+    let Some((theirs, default)) = origin_authority(origin) else {
+        return false;
+    };
+    let addressed = request_host(config, headers).and_then(|h| split_authority(h, default));
+    if addressed.as_ref() == Some(&theirs) {
+        return true;
+    }
+    config
+        .public_url
+        .as_deref()
+        .and_then(origin_authority)
+        .is_some_and(|(public, _)| public == theirs)
+}
+
+/// `scheme://host[:port][/...]` as ((host, port), the scheme's default port).
+fn origin_authority(url: &str) -> Option<((String, u16), u16)> {
+    let (scheme, rest) = url.split_once("://")?;
+    let default = if scheme.eq_ignore_ascii_case("https") {
+        443
+    } else if scheme.eq_ignore_ascii_case("http") {
+        80
+    } else {
+        return None;
+    };
+    let authority = rest.split('/').next()?;
+    Some((split_authority(authority, default)?, default))
+}
+
+/// The base of capture URLs (`{base}/r/{bin}`): `--capture-url`, else [`public_base`].
+pub fn capture_base(config: &Config, headers: &HeaderMap) -> String {
+    match &config.capture {
+        Some(capture) => capture.base.clone(),
+        None => public_base(config, headers),
+    }
+}
+
 /// The public base URL, without a trailing slash: `--public-url`, else built from the request
 /// (`X-Forwarded-Proto`/`X-Forwarded-Host` only with `--trust-proxy`), else the listen address.
 pub fn public_base(config: &Config, headers: &HeaderMap) -> String {
     if let Some(url) = &config.public_url {
         return url.clone();
     }
-    let header = |name: &str| {
-        headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .map(|v| v.split(',').next().unwrap_or("").trim())
-            .filter(|v| !v.is_empty())
-    };
     let mut scheme = "http";
-    let mut host = header("host");
-    if config.trust_proxy {
-        if let Some(proto) = header("x-forwarded-proto")
-            && proto.eq_ignore_ascii_case("https")
-        {
-            scheme = "https";
-        }
-        host = header("x-forwarded-host").or(host);
+    if config.trust_proxy
+        && let Some(proto) = first_value(headers, "x-forwarded-proto")
+        && proto.eq_ignore_ascii_case("https")
+    {
+        scheme = "https";
     }
+    let host = request_host(config, headers);
     // The Host header is the client's to write: only a plain host[:port] goes into links.
     match host.filter(|h| is_plain_host(h)) {
         Some(h) => format!("{scheme}://{h}"),
@@ -102,6 +180,91 @@ mod tests {
         assert_eq!(public_base(&config, &h), "https://hooks.example");
         let h = headers(&[("x-real-ip", "9.9.9.9"), ("x-forwarded-for", "1.2.3.4")]);
         assert_eq!(client_ip(&config, peer, &h).to_string(), "9.9.9.9");
+    }
+
+    #[test]
+    fn capture_host_by_host_header_or_forwarded_host_behind_a_proxy() {
+        let mut config = Config::for_db("x.db");
+        let h = headers(&[
+            ("host", "in.example.com"),
+            ("x-forwarded-host", "webhook.example.com"),
+        ]);
+        assert_eq!(is_capture_host(&config, &h), None);
+        assert_eq!(capture_base(&config, &h), "http://in.example.com");
+        config.capture = Some(crate::config::CaptureHost::parse("https://in.example.com").unwrap());
+        assert_eq!(is_capture_host(&config, &h), Some(true));
+        assert_eq!(capture_base(&config, &h), "https://in.example.com");
+        config.trust_proxy = true;
+        assert_eq!(is_capture_host(&config, &h), Some(false));
+        assert_eq!(public_base(&config, &h), "http://webhook.example.com");
+        assert_eq!(is_capture_host(&config, &HeaderMap::new()), Some(false));
+    }
+
+    #[test]
+    fn cross_site_requests_are_told_by_fetch_metadata_or_origin() {
+        let config = Config::for_db("x.db");
+        let cross_with = |config: &Config, pairs: &[(&'static str, &'static str)]| {
+            is_cross_site(config, &headers(pairs))
+        };
+        let cross = |pairs: &[(&'static str, &'static str)]| cross_with(&config, pairs);
+        assert!(
+            !cross(&[("host", "h:8080")]),
+            "no browser headers: not a browser"
+        );
+        assert!(cross(&[
+            ("host", "h:8080"),
+            ("sec-fetch-site", "cross-site")
+        ]));
+        assert!(!cross(&[
+            ("host", "h:8080"),
+            ("sec-fetch-site", "same-origin")
+        ]));
+        assert!(!cross(&[("host", "h:8080"), ("origin", "http://h:8080")]));
+        assert!(!cross(&[("host", "H:8080"), ("origin", "http://h:8080")]));
+        assert!(!cross(&[("host", "h"), ("origin", "https://h")]));
+        assert!(cross(&[("host", "h:8080"), ("origin", "http://h:8081")]));
+        assert!(cross(&[
+            ("host", "h:8080"),
+            ("origin", "http://evil.example")
+        ]));
+        assert!(cross(&[("host", "h:8080"), ("origin", "null")]));
+        assert!(cross(&[
+            ("host", "h:8080"),
+            ("origin", "null"),
+            ("sec-fetch-site", "same-site")
+        ]));
+        assert!(
+            !cross(&[
+                ("host", "h:8080"),
+                ("origin", "null"),
+                ("sec-fetch-site", "same-origin")
+            ]),
+            "our own forms under Referrer-Policy: no-referrer"
+        );
+        assert!(cross(&[
+            ("host", "h:8080"),
+            ("origin", "http://evil.example"),
+            ("sec-fetch-site", "same-origin")
+        ]));
+        assert!(
+            cross(&[("origin", "http://h:8080")]),
+            "no host to compare with"
+        );
+        let mut config = config.clone();
+        config.public_url = Some("https://hooks.example/prefix".into());
+        let cross = |pairs: &[(&'static str, &'static str)]| cross_with(&config, pairs);
+        assert!(!cross(&[
+            ("host", "10.0.0.1"),
+            ("origin", "https://hooks.example")
+        ]));
+        let mut config = config.clone();
+        config.trust_proxy = true;
+        let cross = |pairs: &[(&'static str, &'static str)]| cross_with(&config, pairs);
+        assert!(!cross(&[
+            ("host", "upstream"),
+            ("x-forwarded-host", "webhook.example"),
+            ("origin", "https://webhook.example")
+        ]));
     }
 
     #[test]

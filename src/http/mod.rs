@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
 
+use crate::limits::Slot;
 use crate::metrics::Gauges;
 use crate::rawhead::HeadTap;
 use crate::state::AppState;
@@ -34,6 +35,9 @@ use error::ApiError;
 pub struct ConnInfo {
     pub peer: SocketAddr,
     pub tap: Arc<HeadTap>,
+    /// Custom-response delays served on this connection so far, in ms: a connection's delays
+    /// add up to at most about `MAX_DELAY_MS` (see `capture::custom_response`).
+    pub delay_spent_ms: std::sync::atomic::AtomicU64,
 }
 
 /// Put in a capture's response extensions for the access log line.
@@ -99,14 +103,23 @@ pub async fn handle(
     // The access line is debug level (trace for operations): with that off, as by default,
     // the capture path pays nothing for it.
     if !tracing::enabled!(tracing::Level::DEBUG) {
-        return dispatch(state, req, conn).await;
+        return nosniff(dispatch(state, req, conn).await);
     }
     let started = Instant::now();
     let method = req.method().clone();
     let route = Route::of(req.uri().path());
     let bin = bin_of(req.uri().path()).map(str::to_owned);
-    let res = dispatch(state, req, conn).await;
+    let res = nosniff(dispatch(state, req, conn).await);
     access_log(&method, route, bin.as_deref(), &res, started.elapsed());
+    res
+}
+
+/// Every response hookbin writes says `X-Content-Type-Options: nosniff`: plain text, event
+/// streams and errors too, so a browser never reads one as something else.
+fn nosniff(mut res: Response<Body>) -> Response<Body> {
+    res.headers_mut()
+        .entry(hyper::header::X_CONTENT_TYPE_OPTIONS)
+        .or_insert(hyper::header::HeaderValue::from_static("nosniff"));
     res
 }
 
@@ -146,9 +159,58 @@ async fn dispatch(
     // the connection.
     let raw = conn.tap.take(req.method().as_str(), &req.uri().to_string());
     let path = req.uri().path();
+    // With `--capture-url`, the capture host serves captures and the health check only. (The
+    // inspector's host refusing `/r/` is in `capture`, which knows the bin.)
+    if client::is_capture_host(&state.config, req.headers()) == Some(true)
+        && !(path.starts_with("/r/") || path == "/healthz")
+    {
+        return ApiError::new(
+            StatusCode::NOT_FOUND,
+            "capture_host_only",
+            "this host only receives captures (/r/{bin}); the inspector and the API are on \
+             another host",
+        )
+        .into_response();
+    }
+    // Requests in progress per client. Streams have a cap of their own (their handler returns at
+    // once; the stream holds its slot while open), and probes of the operator are never refused.
+    let _in_flight = if matches!(path, "/healthz" | "/metrics") || Route::of(path) == Route::Stream
+    {
+        None
+    } else {
+        let ip = client::client_ip(&state.config, conn.peer, req.headers());
+        match state.clients.take(ip, Slot::Request) {
+            Some(slot) => Some(slot),
+            None => {
+                state
+                    .metrics
+                    .client_limit_rejections
+                    .fetch_add(1, Ordering::Relaxed);
+                let mut res = ApiError {
+                    retry_after: Some(1),
+                    ..ApiError::new(
+                        StatusCode::TOO_MANY_REQUESTS,
+                        "too_many_requests",
+                        format!(
+                            "this client address already has {} requests in progress; nothing \
+                             was recorded",
+                            state.clients.cap(Slot::Request)
+                        ),
+                    )
+                }
+                .into_response();
+                if path.starts_with("/r/") {
+                    crate::capture::seal(&mut res);
+                }
+                return res;
+            }
+        }
+    };
     if let Some(rest) = path.strip_prefix("/r/") {
         let bin = rest.split('/').next().unwrap_or_default().to_owned();
-        return crate::capture::capture(&state, req, &conn, raw, &bin).await;
+        let mut res = crate::capture::capture(&state, req, &conn, raw, &bin).await;
+        crate::capture::seal(&mut res);
+        return res;
     }
     if path == "/api" || path.starts_with("/api/") {
         return api::route(&state, req, &conn)
@@ -182,6 +244,7 @@ fn metrics(state: &AppState) -> Response<Body> {
         live_bins: state.store.bin_count(),
         database_bytes: size(db) + size(std::path::Path::new(&wal)),
         open_connections: state.open_connections.load(Ordering::Relaxed),
+        body_memory_bytes: state.body_memory.used(),
     };
     body::with_type(
         StatusCode::OK,

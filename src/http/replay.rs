@@ -22,7 +22,7 @@ use tokio::sync::mpsc;
 
 use super::api::{find_request, live_bin};
 use super::body::{self, Body, ChannelBody};
-use super::client::public_base;
+use super::client::capture_base;
 use super::error::ApiError;
 use super::views;
 use crate::clock::now_ms;
@@ -45,7 +45,7 @@ pub const WARNING_HEADER: &str = "x-hookbin-warning";
 pub async fn curl(state: &AppState, req: &Request<Incoming>, bin: &str, id: &str) -> ApiResult {
     let request = find_request(state, bin, id).await?;
     let target = query_param(req.uri().query(), "target").filter(|t| !t.is_empty());
-    let base = public_base(&state.config, req.headers());
+    let base = capture_base(&state.config, req.headers());
     let command = curl_command(&request, &base, target.as_deref()).map_err(|e| match e {
         CurlError::InvalidTarget(_) => ApiError::bad_request("invalid_target", e.to_string()),
         CurlError::Unreproducible(_) => {
@@ -152,7 +152,7 @@ fn render_entry(format: Format, request: &StoredRequest, bin_url: &str) -> Strin
 pub async fn export(state: &Arc<AppState>, req: &Request<Incoming>, bin: &str) -> ApiResult {
     live_bin(state, bin, now_ms())?;
     let format = Format::parse(req.uri().query())?;
-    let bin_url = format!("{}/r/{bin}", public_base(&state.config, req.headers()));
+    let bin_url = format!("{}/r/{bin}", capture_base(&state.config, req.headers()));
     let envelope = Envelope::new(format, &bin_url)?;
     // A snapshot by id: requests captured while the export runs are not in it, so a busy bin
     // cannot keep the download going forever.

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::api::{find_request, read_json};
 use super::body::{self, Body};
-use super::client::public_base;
+use super::client::capture_base;
 use super::error::ApiError;
 use crate::clock::now_ms;
 use crate::model::StoredRequest;
@@ -25,7 +25,7 @@ pub async fn verify(
     id: &str,
 ) -> Result<hyper::Response<Body>, ApiError> {
     let request = find_request(state, bin, id).await?;
-    let base = public_base(&state.config, req.headers());
+    let base = capture_base(&state.config, req.headers());
     let value = read_json(state, req).await?.ok_or_else(|| {
         ApiError::bad_request(
             "invalid_json",

@@ -17,12 +17,15 @@ use hyper::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderValue};
 use hyper::{Request, Response, StatusCode};
 use tokio::sync::{broadcast, mpsc};
 
+use super::ConnInfo;
 use super::api::live_bin;
 use super::body::ChannelBody;
+use super::client::client_ip;
 use super::error::ApiError;
 use super::views;
 use crate::clock::now_ms;
 use crate::ids;
+use crate::limits::{ClientSlot, Slot};
 use crate::model::RequestSummary;
 use crate::state::AppState;
 
@@ -35,14 +38,34 @@ pub async fn stream(
     state: &Arc<AppState>,
     req: &Request<Incoming>,
     bin: &str,
+    conn: &ConnInfo,
 ) -> Result<Response<super::body::Body>, ApiError> {
     live_bin(state, bin, now_ms())?;
     let last = last_event_id(req)?;
+    // Held by the feeding task: the client's stream count drops when the stream ends.
+    let ip = client_ip(&state.config, conn.peer, req.headers());
+    let Some(slot) = state.clients.take(ip, Slot::Stream) else {
+        state
+            .metrics
+            .client_limit_rejections
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        return Err(ApiError {
+            retry_after: Some(5),
+            ..ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "too_many_streams",
+                format!(
+                    "this client address already has {} event streams open; close one first",
+                    state.clients.cap(Slot::Stream)
+                ),
+            )
+        });
+    };
     let events = state.events.subscribe(bin);
     let (tx, rx) = mpsc::channel::<Bytes>(64);
     state
         .tasks
-        .spawn(feed(state.clone(), bin.to_owned(), last, events, tx));
+        .spawn(feed(state.clone(), bin.to_owned(), last, events, tx, slot));
     let mut res = Response::new(ChannelBody(rx).boxed_unsync());
     *res.status_mut() = StatusCode::OK;
     let h = res.headers_mut();
@@ -84,13 +107,15 @@ fn event(summary: &RequestSummary) -> Bytes {
     Bytes::from(out)
 }
 
-/// Sends events until the client goes, the bin goes, or the server shuts down.
+/// Sends events until the client goes, the bin goes, or the server shuts down. `_slot` is the
+/// client's stream slot, given back when this ends.
 async fn feed(
     state: Arc<AppState>,
     bin: String,
     last: Option<i64>,
     mut events: broadcast::Receiver<crate::events::Event>,
     tx: mpsc::Sender<Bytes>,
+    _slot: ClientSlot,
 ) {
     // Browsers reconnect after `retry` ms; the comment opens the stream at once through proxies.
     if tx

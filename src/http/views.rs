@@ -8,16 +8,17 @@ use crate::clock::rfc3339_ms;
 use crate::model::{Bin, RequestSummary, StoredRequest};
 use crate::response::ResponseSpec;
 
-/// `base` is the public base URL without a trailing slash.
-pub fn bin(bin: &Bin, base: &str) -> Value {
+/// `base` is the public base URL, `capture_base` that of capture URLs (the same unless
+/// `--capture-url` is set), both without a trailing slash.
+pub fn bin(bin: &Bin, base: &str, capture_base: &str) -> Value {
     let response = bin
         .response
         .as_deref()
-        .and_then(|json| ResponseSpec::from_stored(json).ok())
+        .and_then(|json| ResponseSpec::from_stored(json, &bin.id).ok())
         .map(|spec| spec.to_value());
     json!({
         "id": bin.id,
-        "url": format!("{base}/r/{}", bin.id),
+        "url": format!("{capture_base}/r/{}", bin.id),
         "inspect_url": format!("{base}/bins/{}", bin.id),
         "created_at": rfc3339_ms(bin.created_at),
         "expires_at": rfc3339_ms(bin.expires_at),

@@ -17,7 +17,7 @@ use super::request::Detail;
 use super::{PageError, PageResult, field, query_param, read_form, render, see_other, shell_quote};
 use crate::clock::{now_ms, rfc3339_ms};
 use crate::http::api::{live_bin, request_page};
-use crate::http::client::public_base;
+use crate::http::client::capture_base;
 use crate::http::error::ApiError;
 use crate::ids;
 use crate::model::{Bin, RequestSummary};
@@ -127,7 +127,7 @@ impl ResponseForm {
     }
 
     /// The spec as `PUT /api/bins/{bin}/response` would receive it, validated the same way.
-    fn to_spec(&self) -> Result<ResponseSpec, String> {
+    fn to_spec(&self, bin: &str) -> Result<ResponseSpec, String> {
         let number = |text: &str, default: u64| -> Value {
             let text = text.trim();
             if text.is_empty() {
@@ -156,7 +156,7 @@ impl ResponseForm {
             "body": self.body.replace("\r\n", "\n"),
             "delay_ms": number(&self.delay_ms, 0),
         });
-        ResponseSpec::from_json(&value, "").map_err(|e| e.to_string())
+        ResponseSpec::from_json(&value, "", bin).map_err(|e| e.to_string())
     }
 }
 
@@ -269,7 +269,7 @@ async fn render_page(
         Some(id) => ids::parse_request_id(id),
         None => summaries.first().and_then(|s| s.id.parse().ok()),
     };
-    let base = public_base(&state.config, headers);
+    let base = capture_base(&state.config, headers);
     let stored = match wanted {
         Some(id) => state.store.get_request(bin_id, id).await?,
         None => None,
@@ -297,7 +297,7 @@ async fn render_page(
     let spec = bin
         .response
         .as_deref()
-        .and_then(|j| ResponseSpec::from_stored(j).ok());
+        .and_then(|j| ResponseSpec::from_stored(j, bin_id).ok());
     let capture_url = format!("{base}/r/{bin_id}");
     let form_open = rejected.is_some();
     let status = if rejected.is_some() {
@@ -360,7 +360,7 @@ pub async fn set_response(state: &Arc<AppState>, req: Request<Incoming>, bin: &s
     let now = now_ms();
     live_bin(state, bin, now)?;
     let mut typed = ResponseForm::from_form(&form);
-    match typed.to_spec() {
+    match typed.to_spec(bin) {
         Ok(spec) => {
             state
                 .store

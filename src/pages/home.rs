@@ -8,7 +8,7 @@ use hyper::{Request, StatusCode};
 
 use super::{PageResult, check_same_site, query_param, render, see_other};
 use crate::clock::now_ms;
-use crate::http::client::{client_ip, public_base};
+use crate::http::client::{capture_base, client_ip};
 use crate::http::{ConnInfo, api};
 use crate::state::AppState;
 
@@ -22,7 +22,7 @@ struct HomePage {
 }
 
 pub fn page(state: &AppState, req: &Request<Incoming>) -> PageResult {
-    let base = public_base(&state.config, req.headers());
+    let base = capture_base(&state.config, req.headers());
     render(
         StatusCode::OK,
         &HomePage {
@@ -38,9 +38,10 @@ pub async fn create_bin(
     req: Request<Incoming>,
     conn: &ConnInfo,
 ) -> PageResult {
-    check_same_site(&req)?;
+    check_same_site(state, &req)?;
     let ip = client_ip(&state.config, conn.peer, req.headers());
     api::admit_new_bin(state, ip, now_ms())?;
-    let bin = api::store_new_bin(state, ip, state.config.bin_ttl, None).await?;
+    let id = crate::ids::new_bin_id();
+    let bin = api::store_new_bin(state, id, ip, state.config.bin_ttl, None).await?;
     Ok(see_other(&format!("/bins/{}", bin.id)))
 }

@@ -220,16 +220,17 @@ fn see_other(location: &str) -> Response<Body> {
     res
 }
 
-/// Refuses a form POST that a browser says came from another site. (Without the bin id a
-/// foreign page can do little, but it should not even create bins in a user's name.)
-fn check_same_site(req: &Request<Incoming>) -> Result<(), PageError> {
-    match req.headers().get("sec-fetch-site") {
-        Some(v) if v.as_bytes() == b"cross-site" => Err(PageError::new(
+/// Refuses a form POST that a browser says came from another site or origin
+/// ([`crate::http::client::is_cross_site`]). (Without the bin id a foreign page can do little,
+/// but it should not even create bins in a user's name.)
+fn check_same_site(state: &AppState, req: &Request<Incoming>) -> Result<(), PageError> {
+    if crate::http::client::is_cross_site(&state.config, req.headers()) {
+        return Err(PageError::new(
             StatusCode::FORBIDDEN,
             "Forms on this site can only be sent from its own pages.",
-        )),
-        _ => Ok(()),
+        ));
     }
+    Ok(())
 }
 
 /// Most bytes read from an HTML form (the custom response body alone may be 64 KiB).
@@ -240,7 +241,7 @@ async fn read_form(
     state: &AppState,
     req: Request<Incoming>,
 ) -> Result<Vec<(String, String)>, PageError> {
-    check_same_site(&req)?;
+    check_same_site(state, &req)?;
     let bytes = crate::http::api::read_small_body(
         req.into_body(),
         MAX_FORM_BYTES,

@@ -12,7 +12,7 @@ use super::integrations::{self, VERIFY_SCHEMES, Verification};
 use super::{PageError, PageResult, field, query_param, read_form, render, see_other};
 use crate::clock::{now_ms, rfc3339_ms};
 use crate::http::api::{find_request, live_bin};
-use crate::http::client::public_base;
+use crate::http::client::capture_base;
 use crate::http::views::query_params;
 use crate::ids;
 use crate::model::StoredRequest;
@@ -66,7 +66,8 @@ pub struct Detail {
 }
 
 impl Detail {
-    /// `base` is the public base URL; `target` the curl target asked for, if any.
+    /// `base` is the base of capture URLs (`--capture-url`, else the public base URL); `target`
+    /// the curl target asked for, if any.
     pub fn new(r: &StoredRequest, base: &str, target: Option<&str>, standalone: bool) -> Self {
         let url = if r.query.is_empty() {
             format!("{base}{}", r.path)
@@ -169,7 +170,7 @@ struct RequestPage {
 
 pub async fn page(state: &AppState, req: &Request<Incoming>, bin: &str, id: &str) -> PageResult {
     let stored = find_request(state, bin, id).await?;
-    let base = public_base(&state.config, req.headers());
+    let base = capture_base(&state.config, req.headers());
     let target = query_param(req, "target");
     let detail = Detail::new(&stored, &base, target.as_deref(), true);
     render(
@@ -204,7 +205,7 @@ pub async fn verify(
     bin: &str,
     id: &str,
 ) -> PageResult {
-    let base = public_base(&state.config, req.headers());
+    let base = capture_base(&state.config, req.headers());
     let form = read_form(state, req).await?;
     let stored = find_request(state, bin, id).await?;
     let scheme = field(&form, "scheme");

@@ -145,7 +145,6 @@ impl Store {
     ) -> Result<(Store, WriterThread), StoreError> {
         let conn = schema::open_writer(&config.path, config.synchronous)?;
         let bins = read::live_bins(&conn, now)?;
-        let next_id = writer::next_request_id(&conn)?;
         let reads = read::ReadPool::new(&config.path, config.read_connections)?;
         let (tx, rx) = mpsc::channel(config.write_queue);
         let spawn_failed = |e: std::io::Error| StoreError::Open {
@@ -162,7 +161,7 @@ impl Store {
             .map_err(spawn_failed)?;
         let writer = std::thread::Builder::new()
             .name("hookbin-writer".into())
-            .spawn(move || writer::run(conn, rx, events, wal, next_id))
+            .spawn(move || writer::run(conn, rx, events, wal))
             .map_err(spawn_failed)?;
         let store = Store {
             writes: tx,

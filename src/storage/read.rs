@@ -65,6 +65,11 @@ impl ReadPool {
 }
 
 /// Every bin not yet expired, for the in-memory index.
+///
+/// A stored custom response is checked again. Headers an older hookbin accepted and this one
+/// refuses are left out (the rest of the response still applies), and a response that cannot be
+/// read at all is ignored (the bin answers `200 ok`): either way with a warning, and the server
+/// starts.
 pub fn live_bins(conn: &Connection, now: i64) -> Result<HashMap<String, BinEntry>, StoreError> {
     let mut stmt =
         conn.prepare("SELECT id, expires_at, response FROM bins WHERE expires_at > ?1")?;
@@ -78,12 +83,24 @@ pub fn live_bins(conn: &Connection, now: i64) -> Result<HashMap<String, BinEntry
     let mut bins = HashMap::new();
     for row in rows {
         let (id, expires_at, response) = row?;
-        let response = match response {
-            None => None,
-            Some(json) => Some(Arc::new(ResponseSpec::from_stored(&json).map_err(|e| {
-                StoreError::Corrupt(format!("bin {id}: stored response: {e}"))
-            })?)),
-        };
+        let response = response.and_then(|json| {
+            let noted = |e: crate::response::SpecError| {
+                tracing::warn!(
+                    bin_id = %id,
+                    "custom response: {e}; that header is no longer sent"
+                );
+            };
+            match ResponseSpec::from_stored_noting(&json, &id, noted) {
+                Ok(spec) => Some(Arc::new(spec)),
+                Err(e) => {
+                    tracing::warn!(
+                        bin_id = %id,
+                        "custom response cannot be read ({e}); the bin answers 200 ok instead"
+                    );
+                    None
+                }
+            }
+        });
         bins.insert(
             id,
             BinEntry {
@@ -114,7 +131,7 @@ pub fn bin(conn: &Connection, id: &str, now: i64) -> rusqlite::Result<Option<Bin
     .optional()
 }
 
-const SUMMARY_COLUMNS: &str = "id, bin_id, received_at, method, path, subpath, query, \
+const SUMMARY_COLUMNS: &str = "seq, bin_id, received_at, method, path, subpath, query, \
      content_type, body_size, body_truncated, remote_addr";
 
 fn summary_from_row(row: &Row<'_>) -> rusqlite::Result<RequestSummary> {
@@ -141,7 +158,7 @@ pub fn summaries_before(
 ) -> rusqlite::Result<Vec<RequestSummary>> {
     conn.prepare_cached(&format!(
         "SELECT {SUMMARY_COLUMNS} FROM bin_requests
-         WHERE bin_id = ?1 AND id < ?2 ORDER BY id DESC LIMIT ?3"
+         WHERE bin_id = ?1 AND seq < ?2 ORDER BY seq DESC LIMIT ?3"
     ))?
     .query_map(params![bin, before, limit as i64], summary_from_row)?
     .collect()
@@ -155,13 +172,13 @@ pub fn summaries_after(
 ) -> rusqlite::Result<Vec<RequestSummary>> {
     conn.prepare_cached(&format!(
         "SELECT {SUMMARY_COLUMNS} FROM bin_requests
-         WHERE bin_id = ?1 AND id > ?2 ORDER BY id LIMIT ?3"
+         WHERE bin_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3"
     ))?
     .query_map(params![bin, after, limit as i64], summary_from_row)?
     .collect()
 }
 
-const REQUEST_COLUMNS: &str = "id, bin_id, received_at, method, path, subpath, query, \
+const REQUEST_COLUMNS: &str = "seq, bin_id, received_at, method, path, subpath, query, \
      body_size, body_truncated, remote_addr, http_version, headers, body";
 
 fn request_from_row(row: &Row<'_>) -> rusqlite::Result<StoredRequest> {
@@ -192,7 +209,7 @@ fn request_from_row(row: &Row<'_>) -> rusqlite::Result<StoredRequest> {
 
 pub fn request(conn: &Connection, bin: &str, id: i64) -> rusqlite::Result<Option<StoredRequest>> {
     conn.prepare_cached(&format!(
-        "SELECT {REQUEST_COLUMNS} FROM bin_requests WHERE bin_id = ?1 AND id = ?2"
+        "SELECT {REQUEST_COLUMNS} FROM bin_requests WHERE bin_id = ?1 AND seq = ?2"
     ))?
     .query_row(params![bin, id], request_from_row)
     .optional()
@@ -200,7 +217,7 @@ pub fn request(conn: &Connection, bin: &str, id: i64) -> rusqlite::Result<Option
 
 /// The highest request id of the bin, `0` when it has none.
 pub fn last_request_id(conn: &Connection, bin: &str) -> rusqlite::Result<i64> {
-    conn.prepare_cached("SELECT COALESCE(MAX(id), 0) FROM bin_requests WHERE bin_id = ?1")?
+    conn.prepare_cached("SELECT COALESCE(MAX(seq), 0) FROM bin_requests WHERE bin_id = ?1")?
         .query_row([bin], |row| row.get(0))
 }
 
@@ -217,7 +234,7 @@ pub fn requests_page(
 ) -> rusqlite::Result<Vec<StoredRequest>> {
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT {REQUEST_COLUMNS} FROM bin_requests
-         WHERE bin_id = ?1 AND id > ?2 AND id <= ?3 ORDER BY id LIMIT ?4"
+         WHERE bin_id = ?1 AND seq > ?2 AND seq <= ?3 ORDER BY seq LIMIT ?4"
     ))?;
     let mut rows = stmt.query(params![bin, after, upto, max_rows as i64])?;
     let mut page = Vec::new();

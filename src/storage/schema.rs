@@ -1,4 +1,10 @@
-//! Opening the database: per-connection pragmas, and `schema.sql` applied to a new file.
+//! Opening the database: per-connection pragmas, `schema.sql` applied to a new file, and the
+//! migrations that bring a file made by an older hookbin up to date.
+//!
+//! The version is SQLite's `PRAGMA user_version`. A new file gets `schema.sql` (always the full
+//! current schema) and [`SCHEMA_VERSION`] in one transaction. An older file runs each step of
+//! [`MIGRATIONS`] above its version, in order, each in a transaction of its own that also sets
+//! the version it reaches: a failed step leaves the file at the previous version, whole.
 
 use std::path::Path;
 use std::time::Duration;
@@ -12,11 +18,67 @@ pub const SCHEMA_SQL: &str = include_str!("../../schema.sql");
 /// Bytes a WAL file is cut back to after a checkpoint (64 MiB).
 const WAL_SIZE_LIMIT: u64 = 64 * 1024 * 1024;
 /// `PRAGMA user_version` of a database made by this binary.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
+
+/// One step up, from version `to - 1` to `to`.
+struct Migration {
+    to: i64,
+    /// Runs inside the step's transaction, with foreign keys off (SQLite's procedure for
+    /// rebuilding a table); `PRAGMA foreign_key_check` must find nothing before it commits.
+    sql: &'static str,
+    what: &'static str,
+}
+
+/// Every upgrade, oldest first; the last one reaches [`SCHEMA_VERSION`]. A step is history: it
+/// is never edited once released, and its SQL spells out the tables as they were at its version
+/// (schema.sql only ever describes the newest).
+const MIGRATIONS: &[Migration] = &[Migration {
+    to: 2,
+    sql: V1_TO_V2,
+    what: "per-bin request ids",
+}];
+
+/// v2: request ids count per bin (`bin_requests.seq`) instead of one sequence for the whole
+/// server, which told every sender how much traffic the instance had. Existing rows keep their
+/// old id as their `seq`, so every request URL, cursor and Last-Event-ID issued before stays
+/// valid, and each bin continues above the highest id it ever gave. The table is rebuilt rather
+/// than altered: `ADD COLUMN` would put `seq` after the body, and listing summaries would then
+/// read every body's overflow pages to reach it.
+const V1_TO_V2: &str = "
+ALTER TABLE bin_requests RENAME TO bin_requests_v1;
+DROP INDEX bin_requests_by_bin;
+CREATE TABLE bin_requests (
+    id             INTEGER PRIMARY KEY,
+    bin_id         TEXT    NOT NULL REFERENCES bins (id) ON DELETE CASCADE,
+    seq            INTEGER NOT NULL,
+    received_at    INTEGER NOT NULL,
+    method         TEXT    NOT NULL,
+    path           TEXT    NOT NULL,
+    subpath        TEXT    NOT NULL,
+    query          TEXT    NOT NULL,
+    content_type   TEXT,
+    body_size      INTEGER NOT NULL,
+    body_truncated INTEGER NOT NULL,
+    remote_addr    TEXT    NOT NULL,
+    http_version   TEXT    NOT NULL,
+    headers        BLOB    NOT NULL,
+    body           BLOB    NOT NULL
+);
+INSERT INTO bin_requests (id, bin_id, seq, received_at, method, path, subpath, query,
+        content_type, body_size, body_truncated, remote_addr, http_version, headers, body)
+    SELECT id, bin_id, id, received_at, method, path, subpath, query,
+        content_type, body_size, body_truncated, remote_addr, http_version, headers, body
+    FROM bin_requests_v1 WHERE bin_id IN (SELECT id FROM bins);
+DROP TABLE bin_requests_v1;
+CREATE UNIQUE INDEX bin_requests_by_bin ON bin_requests (bin_id, seq);
+UPDATE bins SET last_request_id = max(last_request_id,
+    coalesce((SELECT max(seq) FROM bin_requests WHERE bin_id = bins.id), 0));
+";
 
 /// Opens (creating if needed) the write connection and brings the schema up to date.
 pub fn open_writer(path: &Path, sync: Synchronous) -> Result<Connection, StoreError> {
     let open = |e| StoreError::open(path, e);
+    create_private(path)?;
     let conn = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_WRITE
@@ -57,6 +119,35 @@ pub fn open_writer(path: &Path, sync: Synchronous) -> Result<Connection, StoreEr
     Ok(conn)
 }
 
+/// Creates a missing database file readable and writable by its owner only (0600), whatever
+/// the umask: it holds other people's webhooks and their secrets. SQLite gives the `-wal` and
+/// `-shm` files it creates next to it the same mode. An existing file keeps the mode its
+/// operator gave it.
+fn create_private(path: &Path) -> Result<(), StoreError> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        let created = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(path);
+        let failed = |e: std::io::Error| StoreError::Open {
+            path: path.display().to_string(),
+            reason: e.to_string(),
+        };
+        match created {
+            // The umask may only have taken bits away; set the mode exactly.
+            Ok(file) => file
+                .set_permissions(std::fs::Permissions::from_mode(0o600))
+                .map_err(failed)?,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(failed(e)),
+        }
+    }
+    Ok(())
+}
+
 /// A read-only connection for the read pool.
 pub fn open_reader(path: &Path) -> Result<Connection, StoreError> {
     let open = |e| StoreError::open(path, e);
@@ -92,8 +183,195 @@ fn migrate(conn: &Connection) -> Result<(), StoreError> {
         v if v > SCHEMA_VERSION => Err(StoreError::Schema(format!(
             "schema version {v} is newer than this hookbin understands ({SCHEMA_VERSION}); upgrade hookbin"
         ))),
-        v => Err(StoreError::Schema(format!(
-            "schema version {v} has no upgrade path"
-        ))),
+        v => {
+            let mut at = v;
+            for step in MIGRATIONS.iter().filter(|m| m.to > v) {
+                if step.to != at + 1 {
+                    break;
+                }
+                upgrade(conn, step)?;
+                tracing::info!(
+                    from = at,
+                    to = step.to,
+                    "database schema upgraded: {}",
+                    step.what
+                );
+                at = step.to;
+            }
+            if at == SCHEMA_VERSION {
+                Ok(())
+            } else {
+                Err(StoreError::Schema(format!(
+                    "schema version {v} has no upgrade path"
+                )))
+            }
+        }
+    }
+}
+
+/// Runs one migration step in a transaction of its own, foreign keys off meanwhile.
+fn upgrade(conn: &Connection, step: &Migration) -> Result<(), StoreError> {
+    // foreign_keys cannot change inside a transaction; it is set back whatever happens.
+    conn.execute_batch("PRAGMA foreign_keys = OFF")?;
+    let result = (|| {
+        conn.execute_batch(&format!(
+            "BEGIN IMMEDIATE; {}; PRAGMA user_version = {};",
+            step.sql, step.to
+        ))?;
+        let dangling: i64 =
+            conn.query_row("SELECT count(*) FROM pragma_foreign_key_check", [], |r| {
+                r.get(0)
+            })?;
+        if dangling > 0 {
+            return Err(StoreError::Schema(format!(
+                "upgrading to schema version {} left {dangling} rows without their bin",
+                step.to
+            )));
+        }
+        conn.execute_batch("COMMIT")?;
+        Ok(())
+    })();
+    if result.is_err() && !conn.is_autocommit() {
+        let _ = conn.execute_batch("ROLLBACK");
+    }
+    conn.execute_batch("PRAGMA foreign_keys = ON")?;
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `schema.sql` as hookbin 0.1 shipped it (version 1), kept verbatim.
+    const SCHEMA_V1: &str = include_str!("../../tests/data/schema-v1.sql");
+
+    /// Columns, indexes and foreign keys of both tables, as SQLite reports them.
+    fn shape(conn: &Connection) -> Vec<String> {
+        let rows = |sql: &str| -> Vec<String> {
+            let mut stmt = conn.prepare(sql).unwrap();
+            let n = stmt.column_count();
+            stmt.query_map([], |row| {
+                Ok((0..n)
+                    .map(|i| format!("{:?}", row.get::<_, rusqlite::types::Value>(i).unwrap()))
+                    .collect::<Vec<_>>()
+                    .join(" "))
+            })
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+        };
+        let mut out = Vec::new();
+        for table in ["bins", "bin_requests"] {
+            out.extend(rows(&format!("SELECT * FROM pragma_table_info('{table}')")));
+            out.extend(rows(&format!(
+                "SELECT * FROM pragma_foreign_key_list('{table}')"
+            )));
+            let mut stmt = conn
+                .prepare(&format!(
+                    "SELECT name FROM pragma_index_list('{table}') ORDER BY name"
+                ))
+                .unwrap();
+            let indexes: Vec<String> = stmt
+                .query_map([], |r| r.get(0))
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap();
+            out.extend(rows(&format!(
+                "SELECT name, \"unique\", origin, partial FROM pragma_index_list('{table}') ORDER BY name"
+            )));
+            for index in indexes {
+                out.extend(rows(&format!(
+                    "SELECT * FROM pragma_index_xinfo('{index}')"
+                )));
+            }
+        }
+        out
+    }
+
+    fn version(conn: &Connection) -> i64 {
+        conn.query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap()
+    }
+
+    #[test]
+    fn a_version_1_file_is_upgraded_to_the_current_schema_keeping_every_request_id() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v1.db");
+        {
+            let old = Connection::open(&path).unwrap();
+            old.execute_batch(&format!("{SCHEMA_V1}; PRAGMA user_version = 1;"))
+                .unwrap();
+            // Global ids, as version 1 gave them: bin a got 5 and 9, bin b 7 and a deleted 12.
+            old.execute_batch(
+                "INSERT INTO bins VALUES ('a', 1, 9999999999999, NULL, 2, 9);
+                 INSERT INTO bins VALUES ('b', 1, 9999999999999, NULL, 1, 12);
+                 INSERT INTO bin_requests VALUES
+                   (5, 'a', 10, 'POST', '/r/a', '', '', 'text/plain', 3, 0, '1.2.3.4', 'HTTP/1.1', x'', x'616263'),
+                   (7, 'b', 11, 'GET', '/r/b/x', '/x', 'q=1', NULL, 0, 0, '1.2.3.4', 'HTTP/1.1', x'', x''),
+                   (9, 'a', 12, 'PUT', '/r/a', '', '', NULL, 1, 0, '::1', 'HTTP/1.0', x'', x'7a');",
+            )
+            .unwrap();
+        }
+        let conn = open_writer(&path, Synchronous::Normal).unwrap();
+        assert_eq!(version(&conn), SCHEMA_VERSION);
+        let rows: Vec<(String, i64, String, Vec<u8>)> = conn
+            .prepare("SELECT bin_id, seq, method, body FROM bin_requests ORDER BY bin_id, seq")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(
+            rows,
+            [
+                ("a".to_owned(), 5, "POST".to_owned(), b"abc".to_vec()),
+                ("a".to_owned(), 9, "PUT".to_owned(), b"z".to_vec()),
+                ("b".to_owned(), 7, "GET".to_owned(), Vec::new()),
+            ]
+        );
+        // Each bin goes on above the highest id it ever gave, deleted ones included.
+        let last: Vec<i64> = conn
+            .prepare("SELECT last_request_id FROM bins ORDER BY id")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(last, [9, 12]);
+        let fk: bool = conn
+            .query_row("PRAGMA foreign_keys", [], |r| r.get(0))
+            .unwrap();
+        assert!(fk, "foreign keys are on again after the upgrade");
+
+        // The upgraded file has exactly the shape a new file gets from schema.sql.
+        let fresh = open_writer(&dir.path().join("new.db"), Synchronous::Normal).unwrap();
+        assert_eq!(shape(&conn), shape(&fresh));
+        assert!(shape(&fresh).iter().any(|l| l.contains("seq")));
+        drop(conn);
+        // Opening it again changes nothing.
+        let again = open_writer(&path, Synchronous::Normal).unwrap();
+        assert_eq!(version(&again), SCHEMA_VERSION);
+    }
+
+    #[test]
+    fn unknown_versions_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        for (v, expect) in [(SCHEMA_VERSION + 1, "newer"), (-1, "no upgrade path")] {
+            let path = dir.path().join(format!("v{v}.db"));
+            Connection::open(&path)
+                .unwrap()
+                .execute_batch(&format!("PRAGMA user_version = {v}"))
+                .unwrap();
+            let err = open_writer(&path, Synchronous::Normal).unwrap_err();
+            assert!(err.to_string().contains(expect), "{err}");
+        }
+    }
+
+    #[test]
+    fn migrations_are_in_order_and_reach_the_current_version() {
+        for (i, step) in MIGRATIONS.iter().enumerate() {
+            assert_eq!(step.to, i as i64 + 2);
+        }
+        assert_eq!(MIGRATIONS.last().unwrap().to, SCHEMA_VERSION);
     }
 }

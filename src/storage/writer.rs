@@ -115,13 +115,11 @@ pub struct ReapProgress {
     pub done: bool,
 }
 
-/// `next_id` is the first request id to give (see [`next_request_id`]).
 pub fn run(
     mut conn: Connection,
     mut ops: mpsc::Receiver<Op>,
     events: Arc<EventHub>,
     wal: Arc<WalSize>,
-    mut next_id: i64,
 ) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
     while let Some(op) = ops.blocking_recv() {
@@ -132,7 +130,7 @@ pub fn run(
                 Err(_) => break,
             }
         }
-        commit_batch(&mut conn, &mut batch, &events, &mut next_id);
+        commit_batch(&mut conn, &mut batch, &events);
         if wal.wants_restart() && checkpoint(&conn, "PASSIVE").is_some() {
             wal.restarted();
         }
@@ -140,17 +138,6 @@ pub fn run(
     // Every queued write is committed; leave a database file that holds everything.
     checkpoint(&conn, "TRUNCATE");
     tracing::debug!("database writer stopped: every queued write is committed");
-}
-
-/// The first request id a writer starting on `conn` may give: above every id in the table and
-/// every id a bin ever gave (its newest request may have been deleted since).
-pub fn next_request_id(conn: &Connection) -> rusqlite::Result<i64> {
-    conn.query_row(
-        "SELECT max(coalesce((SELECT max(last_request_id) FROM bins), 0),
-                    coalesce((SELECT max(id) FROM bin_requests), 0)) + 1",
-        [],
-        |row| row.get(0),
-    )
 }
 
 /// What one operation of a committed batch did.
@@ -176,11 +163,12 @@ type Outcomes = Vec<Result<Outcome, rusqlite::Error>>;
 /// only on broken disks and invariants (ids are unique, bins are checked first), so when
 /// anything fails the whole attempt is rolled back and the batch redone with each operation
 /// isolated in a savepoint of its own: then only the failing operations fail.
-fn commit_batch(conn: &mut Connection, batch: &mut Vec<Op>, events: &EventHub, next_id: &mut i64) {
-    // Ids of an attempt that was rolled back are not given again: gaps are fine, reuse is not.
-    let outcomes = run_batch(conn, batch, next_id, false).or_else(|e| {
+fn commit_batch(conn: &mut Connection, batch: &mut Vec<Op>, events: &EventHub) {
+    // Request ids come from each bin's row, inside the transaction: a rolled-back attempt gives
+    // them again, and no id is ever given twice in a committed state.
+    let outcomes = run_batch(conn, batch, false).or_else(|e| {
         tracing::warn!(cause = %e, "a batch failed; redoing it with each operation isolated");
-        run_batch(conn, batch, next_id, true)
+        run_batch(conn, batch, true)
     });
     let outcomes = match outcomes {
         Ok(outcomes) => outcomes,
@@ -204,14 +192,9 @@ fn commit_batch(conn: &mut Connection, batch: &mut Vec<Op>, events: &EventHub, n
 }
 
 /// One transaction over the whole batch; on `Err`, nothing of it is stored.
-fn run_batch(
-    conn: &mut Connection,
-    batch: &[Op],
-    next_id: &mut i64,
-    isolate: bool,
-) -> rusqlite::Result<Outcomes> {
+fn run_batch(conn: &mut Connection, batch: &[Op], isolate: bool) -> rusqlite::Result<Outcomes> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let outcomes = execute(&tx, batch, next_id, isolate)?;
+    let outcomes = execute(&tx, batch, isolate)?;
     tx.commit()?;
     Ok(outcomes)
 }
@@ -220,12 +203,7 @@ fn run_batch(
 /// caller must roll back. With it, each command runs in a savepoint of its own and so does each
 /// run of captures (redone one capture per savepoint if it fails): every failure stays in its
 /// operation's slot.
-fn execute(
-    conn: &Connection,
-    batch: &[Op],
-    next_id: &mut i64,
-    isolate: bool,
-) -> rusqlite::Result<Outcomes> {
+fn execute(conn: &Connection, batch: &[Op], isolate: bool) -> rusqlite::Result<Outcomes> {
     let mut outcomes = Vec::with_capacity(batch.len());
     // Consecutive captures form a run; every other operation stands alone.
     for ops in batch.chunk_by(|a, b| a.is_capture() && b.is_capture()) {
@@ -233,7 +211,7 @@ fn execute(
             Op::Other(command) => command,
             Op::Capture { .. } => {
                 let run: Vec<&NewCapture> = ops.iter().filter_map(Op::capture).collect();
-                store_run(conn, &run, next_id, isolate, &mut outcomes)?;
+                store_run(conn, &run, isolate, &mut outcomes)?;
                 continue;
             }
         };
@@ -251,12 +229,11 @@ fn execute(
 fn store_run(
     conn: &Connection,
     run: &[&NewCapture],
-    next_id: &mut i64,
     isolate: bool,
     outcomes: &mut Outcomes,
 ) -> rusqlite::Result<()> {
     let stored = if isolate {
-        match in_savepoint(conn, |sp| insert_run(sp, run, next_id))? {
+        match in_savepoint(conn, |sp| insert_run(sp, run))? {
             Ok(stored) => stored,
             Err(e) if run.len() == 1 => {
                 outcomes.push(Err(e));
@@ -265,14 +242,14 @@ fn store_run(
             Err(e) => {
                 tracing::warn!(cause = %e, "a capture run failed; storing its captures one by one");
                 for capture in run {
-                    let one = in_savepoint(conn, |sp| insert_run(sp, &[capture], next_id))?;
+                    let one = in_savepoint(conn, |sp| insert_run(sp, &[capture]))?;
                     outcomes.push(one.map(|mut o| Outcome::Capture(o.remove(0))));
                 }
                 return Ok(());
             }
         }
     } else {
-        insert_run(conn, run, next_id)?
+        insert_run(conn, run)?
     };
     outcomes.extend(stored.into_iter().map(|o| Ok(Outcome::Capture(o))));
     Ok(())
@@ -378,23 +355,22 @@ struct BinTally {
     max_per_bin: u64,
     /// Index in the run of the bin's last capture, which reports the evictions.
     last: usize,
-    /// Its request id, recorded as the bin's `last_request_id`.
+    /// The newest request id given in the bin (before this run: its `last_request_id`), recorded
+    /// as the bin's `last_request_id` at the end of the run.
     last_id: i64,
 }
 
 /// One INSERT per capture; per bin, one lookup before and one count update (and eviction of the
-/// oldest beyond the cap) after.
-fn insert_run(
-    conn: &Connection,
-    run: &[&NewCapture],
-    next_id: &mut i64,
-) -> rusqlite::Result<Vec<CaptureOutcome>> {
+/// oldest beyond the cap) after. Each bin numbers its requests itself: the next id is its
+/// `last_request_id` + 1.
+fn insert_run(conn: &Connection, run: &[&NewCapture]) -> rusqlite::Result<Vec<CaptureOutcome>> {
     let mut bins: HashMap<&str, BinTally> = HashMap::new();
     let mut outcomes = Vec::with_capacity(run.len());
-    let mut lookup =
-        conn.prepare_cached("SELECT expires_at, request_count FROM bins WHERE id = ?1")?;
+    let mut lookup = conn.prepare_cached(
+        "SELECT expires_at, request_count, last_request_id FROM bins WHERE id = ?1",
+    )?;
     let mut insert = conn.prepare_cached(
-        "INSERT INTO bin_requests (id, bin_id, received_at, method, path, subpath, query,
+        "INSERT INTO bin_requests (bin_id, seq, received_at, method, path, subpath, query,
              content_type, body_size, body_truncated, remote_addr, http_version, headers, body)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
     )?;
@@ -403,8 +379,10 @@ fn insert_run(
         let tally = match bins.entry(r.bin_id.as_str()) {
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
             std::collections::hash_map::Entry::Vacant(e) => {
-                let found: Option<(i64, i64)> = lookup
-                    .query_row([&r.bin_id], |row| Ok((row.get(0)?, row.get(1)?)))
+                let found: Option<(i64, i64, i64)> = lookup
+                    .query_row([&r.bin_id], |row| {
+                        Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+                    })
                     .optional()?;
                 e.insert(BinTally {
                     expires_at: found.map(|f| f.0),
@@ -412,7 +390,7 @@ fn insert_run(
                     added: 0,
                     max_per_bin: capture.max_per_bin,
                     last: i,
-                    last_id: 0,
+                    last_id: found.map_or(0, |f| f.2),
                 })
             }
         };
@@ -420,11 +398,10 @@ fn insert_run(
             outcomes.push(CaptureOutcome::BinGone);
             continue;
         }
-        let id = *next_id;
-        *next_id += 1;
+        let id = tally.last_id + 1;
         insert.execute(params![
-            id,
             r.bin_id,
+            id,
             r.received_at,
             r.method,
             r.path,
@@ -459,15 +436,15 @@ fn insert_run(
 /// SQLite re-prepares, on every use, any statement here that combines `bin_id = ?` with ORDER BY
 /// (measured with `sqlite3_stmt_status(REPREPARE)`: the obvious `DELETE ... WHERE id IN (SELECT
 /// ... ORDER BY id LIMIT ?)` spent 10% of the writer's time re-parsing itself). INDEXED BY fixes
-/// the scan to `bin_requests_by_bin`, whose order is (bin_id, id), so OFFSET k lands on the
+/// the scan to `bin_requests_by_bin`, whose order is (bin_id, seq), so OFFSET k lands on the
 /// k+1-th oldest request: everything older goes.
 fn settle_count(conn: &Connection, bin: &str, tally: &BinTally) -> rusqlite::Result<u64> {
     let count = tally.count + tally.added;
     let evicted = if count > tally.max_per_bin {
         conn.prepare_cached(
-            "DELETE FROM bin_requests WHERE bin_id = ?1 AND id <
-               (SELECT id FROM bin_requests INDEXED BY bin_requests_by_bin
-                WHERE bin_id = ?1 AND id > 0 LIMIT 1 OFFSET ?2)",
+            "DELETE FROM bin_requests WHERE bin_id = ?1 AND seq <
+               (SELECT seq FROM bin_requests INDEXED BY bin_requests_by_bin
+                WHERE bin_id = ?1 AND seq > 0 LIMIT 1 OFFSET ?2)",
         )?
         .execute(params![bin, (count - tally.max_per_bin) as i64])? as u64
     } else {
@@ -549,7 +526,7 @@ fn set_response(
 
 fn delete_request(conn: &Connection, bin: &str, id: i64) -> rusqlite::Result<bool> {
     let n = conn
-        .prepare_cached("DELETE FROM bin_requests WHERE bin_id = ?1 AND id = ?2")?
+        .prepare_cached("DELETE FROM bin_requests WHERE bin_id = ?1 AND seq = ?2")?
         .execute(params![bin, id])?;
     if n > 0 {
         conn.prepare_cached("UPDATE bins SET request_count = request_count - 1 WHERE id = ?1")?
@@ -585,7 +562,7 @@ fn reap(conn: &Connection, now: i64, budget: usize) -> rusqlite::Result<ReapProg
         let n = conn
             .prepare_cached(
                 "DELETE FROM bin_requests WHERE id IN
-                   (SELECT id FROM bin_requests WHERE bin_id = ?1 ORDER BY id LIMIT ?2)",
+                   (SELECT id FROM bin_requests WHERE bin_id = ?1 ORDER BY seq LIMIT ?2)",
             )?
             .execute(params![id, left])? as i64;
         progress.requests_deleted += n as u64;
@@ -613,7 +590,6 @@ mod tests {
         _dir: tempfile::TempDir,
         conn: Connection,
         events: Arc<EventHub>,
-        next_id: i64,
     }
 
     impl Fixture {
@@ -637,18 +613,17 @@ mod tests {
                 _dir: dir,
                 conn,
                 events: EventHub::new(),
-                next_id: 1,
             }
         }
 
         fn commit(&mut self, batch: &mut Vec<Op>) {
-            commit_batch(&mut self.conn, batch, &self.events, &mut self.next_id);
+            commit_batch(&mut self.conn, batch, &self.events);
         }
 
         fn stored_methods(&self) -> Vec<String> {
             let mut stmt = self
                 .conn
-                .prepare("SELECT method FROM bin_requests ORDER BY id")
+                .prepare("SELECT method FROM bin_requests ORDER BY seq")
                 .unwrap();
             stmt.query_map([], |r| r.get(0))
                 .unwrap()

@@ -12,7 +12,7 @@ use crate::util::Server;
 /// The database path the README's commands use.
 const README_DB: &str = "/var/lib/hookbin/hookbin.db";
 
-fn sqlite3_installed() -> bool {
+pub fn sqlite3_installed() -> bool {
     let found = std::env::var_os("PATH")
         .is_some_and(|p| std::env::split_paths(&p).any(|dir| dir.join("sqlite3").is_file()));
     if !found {

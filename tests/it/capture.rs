@@ -410,12 +410,46 @@ fn oversized_body_with_content_length_is_cut_recorded_and_answered_413() {
     res.assert_error(413, "body_too_large");
     let stored = stored_from(&s, &bin, &res);
     assert_eq!(stored["body_truncated"], true);
-    assert_eq!(stored["body_size"], 5000, "the declared Content-Length");
+    assert_eq!(
+        stored["body_size"], 5000,
+        "every byte received (all of them)"
+    );
     assert_eq!(b64(stored["body_base64"].as_str().unwrap()), &body[..1000]);
     // Exactly the limit is not truncated.
     let res = s.request("POST", &format!("/r/{bin}"), &[], &body[..1000]);
     assert_eq!(res.status, 200);
     assert_eq!(stored_from(&s, &bin, &res)["body_truncated"], false);
+}
+
+#[test]
+fn a_cut_body_records_the_bytes_received_not_the_length_it_claims() {
+    // Issue 11: body_size was the declared Content-Length, which a sender can make up.
+    let s = Server::start(&["--max-body-bytes", "1000"]);
+    let bin = s.create_bin();
+    let claimed: u64 = 1 << 40;
+    let mut conn = s.connect();
+    conn.write_all(
+        format!("POST /r/{bin} HTTP/1.1\r\nHost: h\r\nContent-Length: {claimed}\r\n\r\n")
+            .as_bytes(),
+    )
+    .unwrap();
+    // hookbin reads 16 MiB past its limit, then answers; send a little more than that.
+    let sent = 1000 + 16 * 1024 * 1024 + 64 * 1024;
+    let chunk = vec![b'z'; 64 * 1024];
+    let mut written = 0;
+    while written < sent && conn.write_all(&chunk).is_ok() {
+        written += chunk.len();
+    }
+    let res = read_response(&mut BufReader::new(conn)).unwrap();
+    res.assert_error(413, "body_too_large");
+    assert_eq!(res.header("connection"), Some("close"));
+    let stored = stored_from(&s, &bin, &res);
+    let size = stored["body_size"].as_u64().unwrap();
+    assert!(
+        (1000 + 16 * 1024 * 1024..=written as u64).contains(&size),
+        "body_size {size}, claimed {claimed}"
+    );
+    assert_eq!(stored["body_truncated"], true);
 }
 
 #[test]
@@ -452,4 +486,28 @@ fn oversized_request_head_is_answered_431_and_not_recorded() {
         s.get(&format!("/api/bins/{bin}")).json()["request_count"],
         1
     );
+}
+
+#[test]
+fn request_ids_count_per_bin_and_tell_nothing_about_other_bins() {
+    let s = Server::start(&[]);
+    let a = s.create_bin();
+    let b = s.create_bin();
+    // Interleaved traffic: each bin numbers its own requests 1, 2, 3.
+    let mut got = Vec::new();
+    for _ in 0..3 {
+        got.push((s.capture(&a, b"a"), s.capture(&b, b"b")));
+    }
+    assert_eq!(
+        got,
+        [("1", "1"), ("2", "2"), ("3", "3")]
+            .map(|(x, y)| (x.to_owned(), y.to_owned()))
+            .to_vec()
+    );
+    // A deleted request's id is not given again; clearing the bin does not restart the count.
+    assert_eq!(s.delete(&format!("/api/bins/{a}/requests/3")).status, 204);
+    assert_eq!(s.capture(&a, b"a"), "4");
+    assert_eq!(s.delete(&format!("/api/bins/{a}/requests")).status, 204);
+    assert_eq!(s.capture(&a, b"a"), "5");
+    assert_eq!(s.stored(&b, "2")["body_text"], "b");
 }

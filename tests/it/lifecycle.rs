@@ -23,6 +23,17 @@ fn bad_flag_values_exit_2_with_one_line_naming_the_flag() {
         (&["--max-body-bytes", "lots"], "--max-body-bytes"),
         (&["--listen", "nowhere"], "--listen"),
         (&["--public-url", "ftp://x"], "--public-url"),
+        (&["--capture-url", "https://in.h/prefix"], "--capture-url"),
+        (&["--body-deadline", "0s"], "--body-deadline"),
+        (&["--max-body-memory", "lots"], "--max-body-memory"),
+        (
+            &["--max-streams-per-client", "many"],
+            "--max-streams-per-client",
+        ),
+        (
+            &["--capture-url", "https://h", "--public-url", "https://h"],
+            "--capture-url",
+        ),
         (
             &["serve", "--max-requests-per-bin", "0"],
             "--max-requests-per-bin",
@@ -52,7 +63,15 @@ fn help_describes_every_flag() {
             "--max-requests-per-bin",
             "--max-header-bytes",
             "--trust-proxy",
+            "--capture-url",
+            "--body-deadline",
+            "--max-connections-per-client",
+            "--max-streams-per-client",
+            "--max-in-flight-per-client",
+            "--max-body-memory",
             "HOOKBIN_LISTEN",
+            "HOOKBIN_CAPTURE_URL",
+            "HOOKBIN_MAX_BODY_MEMORY",
         ] {
             assert!(help.contains(flag), "{args:?} help lacks {flag}");
         }

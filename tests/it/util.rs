@@ -44,7 +44,36 @@ impl Server {
     /// Starts with extra environment variables (an empty value removes the variable, e.g.
     /// `RUST_LOG` for the default level); `Err(log)` if it exits or never listens.
     pub fn try_start(db: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<Server, String> {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_hookbin"));
+        Server::try_start_umask(db, args, env, None)
+    }
+
+    /// A server with a fresh temporary database, started under the given umask (through `sh`,
+    /// which then execs hookbin: the process is still hookbin's).
+    pub fn start_with_umask(umask: u32, args: &[&str]) -> Server {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let db = dir.path().join("hookbin.db");
+        let mut server = Server::try_start_umask(&db, args, &[], Some(umask))
+            .unwrap_or_else(|log| panic!("hookbin did not start:\n{log}"));
+        server._dir = Some(dir);
+        server
+    }
+
+    fn try_start_umask(
+        db: &Path,
+        args: &[&str],
+        env: &[(&str, &str)],
+        umask: Option<u32>,
+    ) -> Result<Server, String> {
+        let mut cmd = match umask {
+            None => Command::new(env!("CARGO_BIN_EXE_hookbin")),
+            Some(mask) => {
+                let mut sh = Command::new("sh");
+                sh.arg("-c")
+                    .arg(format!("umask {mask:03o} && exec \"$0\" \"$@\""))
+                    .arg(env!("CARGO_BIN_EXE_hookbin"));
+                sh
+            }
+        };
         cmd.arg("--listen")
             .arg("127.0.0.1:0")
             .arg("--db")

@@ -1,0 +1,46 @@
+-- hookbin database schema, version 1.
+--
+-- Embedded in the binary (src/storage/schema.rs) and applied in one transaction when the database
+-- file is new. The connection pragmas (WAL, foreign_keys, busy_timeout, synchronous) are set per
+-- connection in code, because SQLite does not persist most of them in the file.
+
+-- A bin: the unguessable capture URL `/r/{id}` and what it answers.
+CREATE TABLE bins (
+    id            TEXT    PRIMARY KEY NOT NULL,
+    created_at    INTEGER NOT NULL,              -- unix milliseconds
+    expires_at    INTEGER NOT NULL,              -- unix milliseconds; expired bins answer 404
+    response      TEXT,                          -- custom ResponseSpec as JSON; NULL = default 200 ok
+    request_count INTEGER NOT NULL DEFAULT 0,    -- kept by the writer so the per-bin cap costs no COUNT(*)
+    -- The newest request id ever given in this bin, even if that request was deleted since: at
+    -- start the writer continues above every such id, so a request id (and an event stream's
+    -- Last-Event-ID) always means the same request.
+    last_request_id INTEGER NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+
+-- The reaper walks bins by expiry.
+CREATE INDEX bins_by_expiry ON bins (expires_at);
+
+-- One captured request. Columns the request list needs come first; `headers` and `body` come last
+-- so that listing summaries never reads their overflow pages.
+CREATE TABLE bin_requests (
+    -- Given by the writer, increasing, never reused within a bin (see bins.last_request_id).
+    -- Not AUTOINCREMENT: its per-insert sqlite_sequence update cost 15% of capture throughput.
+    id             INTEGER PRIMARY KEY,
+    bin_id         TEXT    NOT NULL REFERENCES bins (id) ON DELETE CASCADE,
+    received_at    INTEGER NOT NULL,             -- unix milliseconds
+    method         TEXT    NOT NULL,
+    path           TEXT    NOT NULL,             -- as received, percent-encoding kept, no query
+    subpath        TEXT    NOT NULL,             -- after /r/{bin}: '' or '/...'
+    query          TEXT    NOT NULL,             -- raw, without '?'
+    content_type   TEXT,                         -- first Content-Type value (lossy text), for lists
+    body_size      INTEGER NOT NULL,             -- full size, even when the stored body is truncated
+    body_truncated INTEGER NOT NULL,             -- 0 or 1
+    remote_addr    TEXT    NOT NULL,             -- client IP, no port
+    http_version   TEXT    NOT NULL,             -- 'HTTP/1.0' or 'HTTP/1.1'
+    headers        BLOB    NOT NULL,             -- ordered (name, value) pairs, see src/storage/headers.rs
+    body           BLOB    NOT NULL              -- raw bytes exactly as received
+);
+
+-- Newest-first listing, cursor pagination, per-bin eviction of the oldest, and the foreign key's
+-- cascade all use this index.
+CREATE INDEX bin_requests_by_bin ON bin_requests (bin_id, id);
