@@ -10,6 +10,7 @@
 //! - [`verify`]: webhook signature schemes, checked against captured bytes.
 //! - [`reaper`]: deletes expired bins; [`events`]: live notifications; [`metrics`].
 //! - [`forward`]: the `hookbin forward` client (follows a bin, replays to a local server).
+//! - [`content`]: pure readings of a body: Content-Encoding undone, multipart parts, XML.
 //! - [`render`]: pure renderers of captured requests: copy-as-curl and HAR export.
 //! - [`model`], [`response`], [`ids`], [`clock`]: shared types and small pure helpers.
 //! - [`healthcheck`]: the `hookbin healthcheck` client for container health checks.
@@ -18,6 +19,7 @@ pub mod capture;
 pub mod cli;
 pub mod clock;
 pub mod config;
+pub mod content;
 pub mod events;
 pub mod forward;
 pub mod healthcheck;
