@@ -11,6 +11,7 @@
 //! - [`reaper`]: deletes expired bins; [`events`]: live notifications; [`metrics`].
 //! - [`forward`]: the `hookbin forward` client (follows a bin, replays to a local server).
 //! - [`content`]: pure readings of a body: Content-Encoding undone, multipart parts, XML.
+//! - [`search`]: the `q` search language: parsed into terms, matched against a request.
 //! - [`render`]: pure renderers of captured requests: copy-as-curl and HAR export.
 //! - [`model`], [`response`], [`ids`], [`clock`]: shared types and small pure helpers.
 //! - [`healthcheck`]: the `hookbin healthcheck` client for container health checks.
@@ -33,6 +34,7 @@ pub mod rawhead;
 pub mod reaper;
 pub mod render;
 pub mod response;
+pub mod search;
 pub mod server;
 pub mod shutdown;
 pub mod state;
