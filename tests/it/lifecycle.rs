@@ -51,6 +51,8 @@ fn help_describes_every_flag() {
             "--max-body-bytes",
             "--max-requests-per-bin",
             "--max-header-bytes",
+            "--max-decoded-bytes",
+            "HOOKBIN_MAX_DECODED_BYTES",
             "--trust-proxy",
             "HOOKBIN_LISTEN",
         ] {

@@ -3,6 +3,7 @@
 
 mod api;
 mod backup;
+mod bodies;
 mod browser;
 mod capture;
 mod curl_api;
