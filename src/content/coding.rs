@@ -150,7 +150,9 @@ pub fn decode<'a>(body: &'a [u8], content_encoding: Option<&str>, limit: usize) 
         stream = Box::new(BufReader::with_capacity(BUFFER, stage));
     }
     let mut out = Vec::new();
-    let read = stream.take(limit as u64 + 1).read_to_end(&mut out);
+    let read = stream
+        .take((limit as u64).saturating_add(1))
+        .read_to_end(&mut out);
     let outcome = match read {
         Ok(_) if out.len() > limit => {
             out.truncate(limit);
