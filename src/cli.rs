@@ -130,6 +130,11 @@ pub struct ServeArgs {
     #[arg(long, env = "HOOKBIN_MAX_BODY_BYTES", value_name = "N", default_value_t = 5_242_880, value_parser = clap::value_parser!(u64).range(1..=1_073_741_824))]
     pub max_body_bytes: u64,
 
+    /// Most bytes a body is decoded to (Content-Encoding undone) for the body views,
+    /// `?decode=1` and search; decoding stops there (decompression bombs).
+    #[arg(long, env = "HOOKBIN_MAX_DECODED_BYTES", value_name = "N", default_value_t = 67_108_864, value_parser = clap::value_parser!(u64).range(1..=4_294_967_296))]
+    pub max_decoded_bytes: u64,
+
     /// Requests kept per bin; the oldest are evicted beyond this.
     #[arg(long, env = "HOOKBIN_MAX_REQUESTS_PER_BIN", value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
     pub max_requests_per_bin: u64,

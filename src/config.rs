@@ -23,6 +23,8 @@ pub struct Config {
     pub bin_ttl: Duration,
     pub reap_interval: Duration,
     pub max_body_bytes: u64,
+    /// Most bytes a body is decoded to (views, `?decode=1`, search).
+    pub max_decoded_bytes: usize,
     pub max_requests_per_bin: u64,
     pub max_header_bytes: usize,
     pub trust_proxy: bool,
@@ -166,6 +168,13 @@ impl TryFrom<&ServeArgs> for Config {
             bin_ttl: args.bin_ttl,
             reap_interval: args.reap_interval,
             max_body_bytes: args.max_body_bytes,
+            max_decoded_bytes: usize::try_from(args.max_decoded_bytes).map_err(|_| {
+                bad(
+                    "--max-decoded-bytes",
+                    &args.max_decoded_bytes.to_string(),
+                    "too large for this machine",
+                )
+            })?,
             max_requests_per_bin: args.max_requests_per_bin,
             max_header_bytes: args.max_header_bytes as usize,
             trust_proxy: args.trust_proxy,

@@ -14,7 +14,8 @@
 //!   index of live bins); [`events`]: live notifications of committed captures.
 //! - [`forward`], [`healthcheck`]: the client subcommands, over [`client`] (HTTP/1.1 with
 //!   requests written byte-exact, TLS).
-//! - Pure: [`render`] (copy-as-curl, HAR), [`verify`] (signature schemes over captured bytes),
+//! - Pure: [`content`] (Content-Encoding undone, multipart parts, XML), [`search`] (the `q`
+//!   language, parsed and matched), [`render`] (copy-as-curl, HAR), [`verify`] (signature schemes over captured bytes),
 //!   [`response`] (custom responses), [`rawhead`] (header order and case, which hyper's
 //!   `HeaderMap` loses), [`wire`] (HTTP/1 rules and [`wire::url::HttpUrl`], the one URL type),
 //!   [`model`], [`ids`], [`clock`].
@@ -24,6 +25,7 @@ pub mod cli;
 pub mod client;
 pub mod clock;
 pub mod config;
+pub mod content;
 pub mod events;
 pub mod forward;
 pub mod healthcheck;
@@ -38,6 +40,7 @@ pub mod rawhead;
 pub mod reaper;
 pub mod render;
 pub mod response;
+pub mod search;
 pub mod server;
 pub mod shutdown;
 pub mod state;

@@ -75,7 +75,11 @@ pub async fn route(state: &Arc<AppState>, req: Request<Incoming>, conn: &ConnInf
             _ => Err(ApiError::method_not_allowed("GET, DELETE")),
         },
         ["bins", bin, "requests", id, "body"] => match method {
-            _ if get => get_body(state, bin, id).await,
+            _ if get => get_body(state, &req, bin, id).await,
+            _ => Err(ApiError::method_not_allowed("GET")),
+        },
+        ["bins", bin, "requests", id, "body", "parts", n] => match method {
+            _ if get => get_part(state, bin, id, n).await,
             _ => Err(ApiError::method_not_allowed("GET")),
         },
         ["bins", bin, "requests", id, "verify"] => match method {
@@ -410,7 +414,12 @@ pub async fn find_request(
 
 async fn get_request(state: &AppState, bin: &str, id: &str) -> ApiResult {
     let request = find_request(state, bin, id).await?;
-    Ok(body::json(StatusCode::OK, &views::request(&request)))
+    let limit = state.config.max_decoded_bytes;
+    // Off the async threads: `parts` of an encoded multipart body means decoding it.
+    let value = tokio::task::spawn_blocking(move || views::request(&request, limit))
+        .await
+        .map_err(|e| ApiError::internal("rendering a request", &e))?;
+    Ok(body::json(StatusCode::OK, &value))
 }
 
 async fn delete_request(state: &AppState, bin: &str, id: &str) -> ApiResult {
@@ -421,26 +430,184 @@ async fn delete_request(state: &AppState, bin: &str, id: &str) -> ApiResult {
     Ok(body::no_content())
 }
 
-/// The raw body as a download: never inline, never sniffed, so a captured HTML or SVG body can
-/// not run on our origin.
-async fn get_body(state: &AppState, bin: &str, id: &str) -> ApiResult {
+/// The body as a download (`?decode=1`: with its `Content-Encoding` undone).
+async fn get_body(state: &AppState, req: &Request<Incoming>, bin: &str, id: &str) -> ApiResult {
+    let decode = decode_param(req.uri().query())?;
     let request = find_request(state, bin, id).await?;
-    let mut res = Response::new(body::full(request.body));
+    let raw_name = format!("request-{}.bin", request.id);
+    let Some(encoding) = decode
+        .then(|| crate::content::content_encoding(&request.headers))
+        .flatten()
+    else {
+        return Ok(download(request.body, &raw_name, None));
+    };
+    let limit = state.config.max_decoded_bytes;
+    let (bytes, outcome) = tokio::task::spawn_blocking(move || {
+        let d = crate::content::coding::decode(&request.body, Some(&encoding), limit);
+        (d.bytes.into_owned(), d.outcome)
+    })
+    .await
+    .map_err(|e| ApiError::internal("decoding a body", &e))?;
+    use crate::content::coding::Outcome;
+    match outcome {
+        Outcome::Complete => Ok(download(bytes, &format!("request-{id}.decoded.bin"), None)),
+        Outcome::Cut { limit } => Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "decoded_too_large",
+            format!(
+                "the body decodes to more than {limit} bytes (--max-decoded-bytes); \
+                 download it without decode=1"
+            ),
+        )),
+        Outcome::Failed(e) => Err(ApiError::unprocessable(
+            "undecodable_body",
+            format!("the body does not decode as its Content-Encoding says: {e}"),
+        )),
+    }
+}
+
+/// `decode`: `1`/`true` or `0`/`false` (absent or empty: `0`).
+fn decode_param(query: Option<&str>) -> Result<bool, ApiError> {
+    let mut decode = false;
+    for (key, value) in form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
+        if key == "decode" {
+            decode = match value.as_ref() {
+                "1" | "true" => true,
+                "" | "0" | "false" => false,
+                _ => {
+                    return Err(ApiError::bad_request(
+                        "invalid_decode",
+                        "decode must be 1 or 0",
+                    ));
+                }
+            };
+        }
+    }
+    Ok(decode)
+}
+
+/// `GET .../body/parts/{n}`: part `n` (0-based) of a multipart body, as a download.
+async fn get_part(state: &AppState, bin: &str, id: &str, n: &str) -> ApiResult {
+    let request = find_request(state, bin, id).await?;
+    let not_found = || {
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            "part_not_found",
+            format!("request {id} has no multipart part {n} (parts count from 0)"),
+        )
+    };
+    let index: usize = n.parse().map_err(|_| not_found())?;
+    let limit = state.config.max_decoded_bytes;
+    let part = tokio::task::spawn_blocking(move || {
+        let (decoded, multipart) = crate::content::request_parts(&request, limit)?;
+        let part = multipart.parts.get(index)?;
+        Some((part.bytes(&decoded.bytes).to_vec(), part.filename.clone()))
+    })
+    .await
+    .map_err(|e| ApiError::internal("reading a multipart body", &e))?;
+    let (bytes, filename) = part.ok_or_else(not_found)?;
+    let fallback = format!("request-{id}-part-{index}.bin");
+    Ok(download(bytes, &fallback, filename.as_deref()))
+}
+
+/// Bytes as a download: never inline, never sniffed, sandboxed if opened anyway, so a captured
+/// HTML or SVG body cannot run on our origin. `filename` is the sender's name for the file
+/// (a multipart part's); it is offered only in a form that cannot break the header.
+fn download(bytes: Vec<u8>, fallback: &str, filename: Option<&str>) -> Response<Body> {
+    let mut res = Response::new(body::full(bytes));
     let h = res.headers_mut();
     h.insert(
         CONTENT_TYPE,
         HeaderValue::from_static("application/octet-stream"),
     );
     h.insert(X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
-    if let Ok(v) = HeaderValue::from_str(&format!(
-        "attachment; filename=\"request-{}.bin\"",
-        request.id
-    )) {
+    if let Ok(v) = HeaderValue::from_str(&content_disposition(fallback, filename)) {
         h.insert(CONTENT_DISPOSITION, v);
     }
     h.insert(
         "content-security-policy",
         HeaderValue::from_static("sandbox; default-src 'none'"),
     );
-    Ok(res)
+    res
+}
+
+/// `attachment; filename="..."` with an ASCII name, plus `filename*` (RFC 8187) carrying a
+/// sender's name exactly. A sender's name loses any directory part; characters outside a
+/// plain set become `_` in the ASCII form and are percent-encoded in `filename*`.
+fn content_disposition(fallback: &str, filename: Option<&str>) -> String {
+    let base = filename
+        .map(|f| f.rsplit(['/', '\\']).next().unwrap_or(f).trim())
+        .filter(|f| !f.is_empty() && *f != "." && *f != "..");
+    let Some(base) = base else {
+        return format!("attachment; filename=\"{fallback}\"");
+    };
+    let ascii: String = base
+        .chars()
+        .take(150)
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "._-+".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let mut encoded = String::new();
+    for b in base.bytes() {
+        if b.is_ascii_alphanumeric() || b"!#$&+-.^_`|~".contains(&b) {
+            encoded.push(b as char);
+        } else {
+            encoded.push_str(&format!("%{b:02X}"));
+        }
+    }
+    format!("attachment; filename=\"{ascii}\"; filename*=UTF-8''{encoded}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn content_disposition_never_breaks_the_header() {
+        assert_eq!(
+            content_disposition("request-1.bin", None),
+            "attachment; filename=\"request-1.bin\""
+        );
+        assert_eq!(
+            content_disposition("x.bin", Some("../../etc/passwd")),
+            "attachment; filename=\"passwd\"; filename*=UTF-8''passwd"
+        );
+        assert_eq!(
+            content_disposition("x.bin", Some("C:\\Users\\me\\photo 1.png")),
+            "attachment; filename=\"photo_1.png\"; filename*=UTF-8''photo%201.png"
+        );
+        let evil = content_disposition("x.bin", Some("a\"\r\nSet-Cookie: x=1;é.html"));
+        assert_eq!(
+            evil,
+            "attachment; filename=\"a___Set-Cookie__x_1__.html\"; \
+             filename*=UTF-8''a%22%0D%0ASet-Cookie%3A%20x%3D1%3B%C3%A9.html"
+        );
+        assert!(HeaderValue::from_str(&evil).is_ok());
+        assert_eq!(
+            content_disposition("x.bin", Some("..")),
+            "attachment; filename=\"x.bin\""
+        );
+        assert_eq!(
+            content_disposition("x.bin", Some("  ")),
+            "attachment; filename=\"x.bin\""
+        );
+    }
+
+    #[test]
+    fn decode_parameter() {
+        assert_eq!(decode_param(None), Ok(false));
+        assert_eq!(decode_param(Some("decode=1")), Ok(true));
+        assert_eq!(decode_param(Some("a=b&decode=true")), Ok(true));
+        assert_eq!(decode_param(Some("decode=0")), Ok(false));
+        assert_eq!(decode_param(Some("decode=")), Ok(false));
+        assert_eq!(
+            decode_param(Some("decode=yes")).unwrap_err().code,
+            "invalid_decode"
+        );
+    }
 }

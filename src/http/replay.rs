@@ -135,9 +135,14 @@ impl Envelope {
 }
 
 /// One entry of the export as JSON text.
-fn render_entry(format: Format, request: &StoredRequest, bin_url: &str) -> String {
+fn render_entry(
+    format: Format,
+    request: &StoredRequest,
+    bin_url: &str,
+    decode_limit: usize,
+) -> String {
     match format {
-        Format::Json => views::request(request).to_string(),
+        Format::Json => views::request(request, decode_limit).to_string(),
         Format::Har => {
             let log = har(
                 std::slice::from_ref(request),
@@ -213,7 +218,12 @@ impl Feed {
                 if sent > 0 {
                     chunk.push(',');
                 }
-                chunk.push_str(&render_entry(self.format, request, &self.bin_url));
+                chunk.push_str(&render_entry(
+                    self.format,
+                    request,
+                    &self.bin_url,
+                    self.state.config.max_decoded_bytes,
+                ));
                 if !self.send(chunk).await {
                     return;
                 }
@@ -261,11 +271,13 @@ mod tests {
     }
 
     /// What `Feed::run` writes, assembled synchronously.
+    const LIMIT: usize = 1 << 20;
+
     fn streamed(format: Format, requests: &[StoredRequest], bin_url: &str) -> String {
         let envelope = Envelope::new(format, bin_url).unwrap();
         let entries: Vec<String> = requests
             .iter()
-            .map(|r| render_entry(format, r, bin_url))
+            .map(|r| render_entry(format, r, bin_url, LIMIT))
             .collect();
         format!("{}{}{}", envelope.open, entries.join(","), envelope.close)
     }
@@ -289,7 +301,8 @@ mod tests {
         let reqs = [stored("1", b"a"), stored("2", b"b")];
         let parsed: serde_json::Value =
             serde_json::from_str(&streamed(Format::Json, &reqs, "http://h/r/x")).unwrap();
-        let expected: Vec<serde_json::Value> = reqs.iter().map(views::request).collect();
+        let expected: Vec<serde_json::Value> =
+            reqs.iter().map(|r| views::request(r, LIMIT)).collect();
         assert_eq!(parsed, serde_json::Value::Array(expected));
         let empty: serde_json::Value =
             serde_json::from_str(&streamed(Format::Json, &[], "http://h/r/x")).unwrap();

@@ -49,7 +49,8 @@ pub fn query_params(query: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-pub fn request(r: &StoredRequest) -> Value {
+/// `decode_limit` (`--max-decoded-bytes`) bounds the decoding of an encoded multipart body.
+pub fn request(r: &StoredRequest, decode_limit: usize) -> Value {
     let mut value = summary(&RequestSummary::from(r));
     let headers: Vec<[String; 2]> = r
         .headers
@@ -75,16 +76,94 @@ pub fn request(r: &StoredRequest) -> Value {
         "body_base64": STANDARD.encode(&r.body),
         "body_text": std::str::from_utf8(&r.body).ok(),
         "body_truncated": r.body_truncated,
+        "content_encoding": crate::content::content_encoding(&r.headers),
     });
     if let (Value::Object(map), Value::Object(extra)) = (&mut value, extra) {
         map.extend(extra);
+        if let Some(parts) = parts(r, decode_limit) {
+            map.insert("parts".into(), parts);
+        }
     }
     value
+}
+
+/// `parts` of a `multipart/*` request (API.md, "Decoded bodies"), `None` for other types; a
+/// multipart body without a boundary or without parts has none.
+fn parts(r: &StoredRequest, decode_limit: usize) -> Option<Value> {
+    let media = crate::content::media_type(&r.content_type()?);
+    if !media.starts_with("multipart/") {
+        return None;
+    }
+    let Some((_, multipart)) = crate::content::request_parts(r, decode_limit) else {
+        return Some(json!([]));
+    };
+    let parts: Vec<Value> = multipart
+        .parts
+        .iter()
+        .map(|p| {
+            let headers: Vec<[String; 2]> = p
+                .headers
+                .iter()
+                .map(|h| [h.name.clone(), h.value_lossy().into_owned()])
+                .collect();
+            json!({
+                "name": p.name,
+                "filename": p.filename,
+                "content_type": p.content_type,
+                "size": p.size(),
+                "headers": headers,
+                "complete": p.complete,
+            })
+        })
+        .collect();
+    Some(Value::Array(parts))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn request_has_content_encoding_and_multipart_parts() {
+        let body = b"--b\r\nContent-Disposition: form-data; name=\"f\"; filename=\"<x>.png\"\r\n\
+                     Content-Type: image/png\r\n\r\n\x89PNG\r\n--b\r\n\r\nplain\r\n--b--\r\n";
+        let r = StoredRequest::sample(
+            "0123456789abcdefghij",
+            "",
+            "",
+            &[("Content-Type", "multipart/form-data; boundary=b")],
+            body,
+        );
+        let v = request(&r, 1 << 20);
+        assert_eq!(v["content_encoding"], Value::Null);
+        assert_eq!(
+            v["parts"],
+            json!([
+                {"name": "f", "filename": "<x>.png", "content_type": "image/png", "size": 4,
+                 "headers": [["Content-Disposition", "form-data; name=\"f\"; filename=\"<x>.png\""],
+                             ["Content-Type", "image/png"]],
+                 "complete": true},
+                {"name": null, "filename": null, "content_type": null, "size": 5, "headers": [],
+                 "complete": true},
+            ])
+        );
+        let r = StoredRequest::sample(
+            "0123456789abcdefghij",
+            "",
+            "",
+            &[
+                ("Content-Type", "multipart/mixed"),
+                ("Content-Encoding", "gzip"),
+                ("content-encoding", "br"),
+            ],
+            b"",
+        );
+        let v = request(&r, 1 << 20);
+        assert_eq!(v["parts"], json!([]), "multipart without a boundary");
+        assert_eq!(v["content_encoding"], "gzip, br");
+        let r = StoredRequest::sample("0123456789abcdefghij", "", "", &[("A", "b")], b"x");
+        assert!(request(&r, 1).get("parts").is_none(), "only for multipart");
+    }
 
     #[test]
     fn query_params_decode_plus_and_keep_repeats() {

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use super::format::{
     absolute_time, exact_bytes, human_size, method_class, row_target, row_time, time_until,
 };
-use super::request::Detail;
+use super::request::{Detail, detail};
 use super::{PageError, PageResult, field, query_param, read_form, render, see_other, shell_quote};
 use crate::clock::{now_ms, rfc3339_ms};
 use crate::http::api::{live_bin, request_page};
@@ -276,7 +276,10 @@ async fn render_page(
     };
     let missing = query.selected.is_some() && stored.is_none();
     let selected_id = stored.as_ref().map(|r| r.id.clone());
-    let selected = stored.map(|r| Detail::new(&r, &base, query.target, false));
+    let selected = match stored {
+        Some(r) => Some(detail(state, r, &base, query.target, false).await?.0),
+        None => None,
+    };
 
     let rows = summaries
         .iter()

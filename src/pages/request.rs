@@ -66,9 +66,15 @@ pub struct Detail {
 }
 
 impl Detail {
-    /// `base` is the base of capture URLs (`--capture-url`, else the public base URL); `target`
-    /// the curl target asked for, if any.
-    pub fn new(r: &StoredRequest, base: &str, target: Option<&str>, standalone: bool) -> Self {
+    /// `base` is the base of capture URLs (`--capture-url`, else the public base URL); `target` the curl target asked for, if any;
+    /// `decode_limit` bounds the decoding of an encoded body (`--max-decoded-bytes`).
+    pub fn new(
+        r: &StoredRequest,
+        base: &str,
+        target: Option<&str>,
+        standalone: bool,
+        decode_limit: usize,
+    ) -> Self {
         let url = if r.query.is_empty() {
             format!("{base}{}", r.path)
         } else {
@@ -109,10 +115,10 @@ impl Detail {
             size_exact: exact_bytes(r.body_size),
             truncated: r.body_truncated,
             stored_size: exact_bytes(r.body.len() as u64),
-            body: super::body::view(
-                &r.body,
-                content_type.as_deref(),
+            body: super::body::request_view(
+                r,
                 if standalone { PAGE_CAPS } else { PANE_CAPS },
+                decode_limit,
             ),
             content_type,
             query: query_params(&r.query),
@@ -130,6 +136,25 @@ impl Detail {
             standalone,
         }
     }
+}
+
+/// [`Detail::new`] off the async threads (decoding a body takes a while), handing the request
+/// back.
+pub async fn detail(
+    state: &AppState,
+    r: StoredRequest,
+    base: &str,
+    target: Option<&str>,
+    standalone: bool,
+) -> Result<(Detail, StoredRequest), PageError> {
+    let (base, target) = (base.to_owned(), target.map(str::to_owned));
+    let limit = state.config.max_decoded_bytes;
+    tokio::task::spawn_blocking(move || {
+        let d = Detail::new(&r, &base, target.as_deref(), standalone, limit);
+        (d, r)
+    })
+    .await
+    .map_err(|e| crate::http::error::ApiError::internal("rendering a request", &e).into())
 }
 
 /// The pieces of [`Panel`] the template matches on, so it needs no enum paths.
@@ -159,6 +184,13 @@ impl Panel {
     pub fn is_hex(&self) -> bool {
         matches!(self, Panel::Hex(_))
     }
+
+    pub fn parts(&self) -> Option<&[super::body::PartView]> {
+        match self {
+            Panel::Parts(p) => Some(p),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Template)]
@@ -172,7 +204,7 @@ pub async fn page(state: &AppState, req: &Request<Incoming>, bin: &str, id: &str
     let stored = find_request(state, bin, id).await?;
     let base = capture_base(&state.config, req.headers());
     let target = query_param(req, "target");
-    let detail = Detail::new(&stored, &base, target.as_deref(), true);
+    let (detail, _) = detail(state, stored, &base, target.as_deref(), true).await?;
     render(
         StatusCode::OK,
         &RequestPage {
@@ -210,7 +242,7 @@ pub async fn verify(
     let stored = find_request(state, bin, id).await?;
     let scheme = field(&form, "scheme");
     let scheme = (!scheme.is_empty()).then_some(scheme);
-    let mut detail = Detail::new(&stored, &base, None, true);
+    let (mut detail, stored) = detail(state, stored, &base, None, true).await?;
     detail.verification = Some(integrations::verify_for(
         &stored,
         field(&form, "secret"),
@@ -233,6 +265,8 @@ pub async fn verify(
 mod tests {
     use super::*;
 
+    const LIMIT: usize = 1 << 20;
+
     fn stored() -> StoredRequest {
         StoredRequest {
             id: "7".into(),
@@ -248,7 +282,7 @@ mod tests {
     }
 
     fn d_clone(d: &Detail) -> Detail {
-        Detail::new(&stored(), "http://h", Some(&d.curl_target), true)
+        Detail::new(&stored(), "http://h", Some(&d.curl_target), true, LIMIT)
     }
 
     fn render(detail: Detail) -> String {
@@ -262,7 +296,13 @@ mod tests {
 
     #[test]
     fn curl_section_renders_escaped_with_its_target_form() {
-        let mut d = Detail::new(&stored(), "http://h", Some("http://localhost:3000"), true);
+        let mut d = Detail::new(
+            &stored(),
+            "http://h",
+            Some("http://localhost:3000"),
+            true,
+            LIMIT,
+        );
         let real = render(d_clone(&d));
         assert!(real.contains("id=\"curl-section\""));
         assert!(real.contains("http://localhost:3000/hook"), "{real}");
@@ -278,7 +318,13 @@ mod tests {
 
     #[test]
     fn a_bad_curl_target_is_explained_and_can_be_corrected() {
-        let html = render(Detail::new(&stored(), "http://h", Some("ftp://x"), true));
+        let html = render(Detail::new(
+            &stored(),
+            "http://h",
+            Some("ftp://x"),
+            true,
+            LIMIT,
+        ));
         assert!(html.contains("role=\"alert\""), "{html}");
         assert!(!html.contains("id=\"curl-command\""));
         assert!(
@@ -289,9 +335,9 @@ mod tests {
 
     #[test]
     fn verify_section_renders_the_verdict_and_never_the_secret() {
-        let plain = render(Detail::new(&stored(), "http://h", None, true));
+        let plain = render(Detail::new(&stored(), "http://h", None, true, LIMIT));
         assert!(plain.contains("verify-secret"));
-        let mut d = Detail::new(&stored(), "http://h", None, true);
+        let mut d = Detail::new(&stored(), "http://h", None, true, LIMIT);
         d.schemes[2].1 = true;
         d.verification = Some(Ok(Verification {
             scheme: Some("stripe".into()),
@@ -311,7 +357,7 @@ mod tests {
             !html.contains("value=\"whsec"),
             "the secret is never put back"
         );
-        let mut d = Detail::new(&stored(), "http://h", None, true);
+        let mut d = Detail::new(&stored(), "http://h", None, true, LIMIT);
         d.verification = Some(Err("secret: the secret is empty".into()));
         assert!(render(d).contains("Cannot check: secret: the secret is empty"));
     }

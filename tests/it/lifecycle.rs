@@ -62,6 +62,8 @@ fn help_describes_every_flag() {
             "--max-body-bytes",
             "--max-requests-per-bin",
             "--max-header-bytes",
+            "--max-decoded-bytes",
+            "HOOKBIN_MAX_DECODED_BYTES",
             "--trust-proxy",
             "--capture-url",
             "--body-deadline",

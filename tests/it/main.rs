@@ -4,6 +4,7 @@
 mod api;
 mod architecture;
 mod backup;
+mod bodies;
 mod browser;
 mod capture;
 mod curl_api;

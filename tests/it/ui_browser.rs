@@ -363,6 +363,38 @@ fn send_corpus(server: &Server, bin: &str) -> Corpus {
     );
     add(id, "onload=\"window.__pwned='svg'\"");
 
+    // A multipart upload whose part name, file name, type and content carry markup, and an
+    // XML body (shown re-indented) with markup in tags, attributes and CDATA.
+    let multipart = "--XX\r\nContent-Disposition: form-data; \
+         name=\"<img src=x onerror=window.__pwned='pname'>\"; \
+         filename=\"<svg onload=window.__pwned='fname'>.png\"\r\n\
+         Content-Type: text/html\"><script>window.__pwned='ptype'</script>\r\n\r\n\
+         <script>window.__pwned='part'</script>\r\n--XX--\r\n";
+    let id = send(
+        server,
+        &format!(
+            "POST /r/{bin}/multipart HTTP/1.1\nHost: {host}\n\
+             Content-Type: multipart/form-data; boundary=XX\nConnection: close\n"
+        ),
+        multipart.as_bytes(),
+    );
+    add(id.clone(), "<img src=x onerror=window.__pwned='pname'>");
+    add(id.clone(), "<svg onload=window.__pwned='fname'>.png");
+    add(id, "<script>window.__pwned='part'</script>");
+    let xml = "<?xml version=\"1.0\"?><svg xmlns=\"http://www.w3.org/2000/svg\" \
+               onload=\"window.__pwned='xml'\"><script>window.__pwned='xml2'</script>\
+               <![CDATA[<img src=x onerror=window.__pwned='cdata'>]]></svg>";
+    let id = send(
+        server,
+        &format!(
+            "POST /r/{bin}/xml HTTP/1.1\nHost: {host}\nContent-Type: application/xml\n\
+             Connection: close\n"
+        ),
+        xml.as_bytes(),
+    );
+    add(id.clone(), "onload=\"window.__pwned='xml'\">\n  <script>");
+    add(id, "<![CDATA[<img src=x onerror=window.__pwned='cdata'>]]>");
+
     // Broken UTF-8 in the body and in a header value (obs-text).
     let mut head =
         format!("POST /r/{bin}/bytes HTTP/1.1\nHost: {host}\nContent-Type: text/plain\nX-Bytes: ")

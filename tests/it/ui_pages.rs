@@ -547,3 +547,169 @@ fn verify_form_shows_the_verdict_and_never_keeps_the_secret() {
         }
     }
 }
+
+#[test]
+fn captured_part_names_filenames_and_xml_are_escaped_on_every_page() {
+    let server = Server::start(&[]);
+    let bin = server.create_bin();
+    let multipart = "--XX\r\nContent-Disposition: form-data; \
+         name=\"<script>alert('pname')</script>\"; filename=\"<img src=x onerror=alert('fname')>.png\"\r\n\
+         Content-Type: text/html\"><script>alert('ptype')</script>\r\n\r\n\
+         <script>alert('part')</script>\r\n--XX--\r\n";
+    let xml = "<?xml version=\"1.0\"?><x onload=\"alert('xml')\"><script>alert('xml2')</script>\
+               <![CDATA[<img src=x onerror=alert('cdata')>]]></x>";
+    let mut ids = Vec::new();
+    for (ct, body) in [
+        ("multipart/form-data; boundary=XX", multipart),
+        ("application/xml", xml),
+    ] {
+        let res = server.request(
+            "POST",
+            &format!("/r/{bin}"),
+            &[("Content-Type", ct)],
+            body.as_bytes(),
+        );
+        assert_eq!(res.status, 200);
+        ids.push(res.header("x-request-id").unwrap().to_owned());
+    }
+    for id in &ids {
+        for path in [
+            format!("/bins/{bin}?req={id}"),
+            format!("/bins/{bin}/requests/{id}"),
+        ] {
+            let html = assert_page(&server.get(&path), 200);
+            assert!(!html.contains("<script>alert"), "{path}: {html}");
+            assert!(!html.contains("<img"), "{path}: {html}");
+            assert!(!html.contains("<x "), "{path}: {html}");
+        }
+    }
+    let html = server
+        .get(&format!("/bins/{bin}/requests/{}", ids[0]))
+        .text();
+    assert!(html.contains(
+        "<span class=\"part-name mono\" title=\"Field name\">&#60;script&#62;alert(&#39;pname&#39;)&#60;/script&#62;</span>"
+    ), "{html}");
+    assert!(html.contains("&#60;img src=x onerror=alert(&#39;fname&#39;)&#62;.png"));
+    assert!(html.contains("text/html&#34;&#62;&#60;script&#62;alert(&#39;ptype&#39;)"));
+    assert!(html.contains(
+        "<pre class=\"code\">&#60;script&#62;alert(&#39;part&#39;)&#60;/script&#62;</pre>"
+    ));
+    let html = server
+        .get(&format!("/bins/{bin}/requests/{}", ids[1]))
+        .text();
+    assert!(
+        html.contains("&#60;x onload=&#34;alert(&#39;xml&#39;)&#34;&#62;\n  &#60;script&#62;"),
+        "the XML is re-indented, and text: {html}"
+    );
+}
+
+#[test]
+fn request_page_shows_decoded_pretty_and_parts_views() {
+    use crate::bodies::made_with;
+    let server = Server::start(&["--max-decoded-bytes", "65536"]);
+    let bin = server.create_bin();
+    let send = |headers: &[(&str, &str)], body: &[u8]| {
+        let res = server.request("POST", &format!("/r/{bin}/v"), headers, body);
+        assert_eq!(res.status, 200);
+        res.header("x-request-id").unwrap().to_owned()
+    };
+    let page = |id: &str| assert_page(&server.get(&format!("/bins/{bin}/requests/{id}")), 200);
+
+    // gzip JSON, decoded, with its \u escapes shown as characters in Pretty only.
+    let json = br#"{"name":"J\u00fcrgen","n":1}"#;
+    let Some(gz) = made_with("gzip", "gzip -c", json) else {
+        return;
+    };
+    let id = send(
+        &[
+            ("Content-Type", "application/json"),
+            ("Content-Encoding", "gzip"),
+        ],
+        &gz,
+    );
+    let html = page(&id);
+    assert!(
+        html.contains(&format!(
+            "Decoded from gzip: {} → {} bytes.",
+            gz.len(),
+            json.len()
+        )),
+        "{html}"
+    );
+    assert!(
+        html.contains("<span class=\"j-str\">&#34;Jürgen&#34;</span>"),
+        "{html}"
+    );
+    assert!(html.contains("J\\u00fcrgen"), "Raw keeps the escape");
+    assert!(html.contains("data-view=\"As sent (hex)\""));
+    assert!(html.contains("00000000  1f 8b"));
+
+    // A bomb: 10 MB of zeros through zstd, cut at the 64 KiB limit, and the page stays small.
+    let Some(bomb) = made_with("zstd", "head -c 10000000 /dev/zero | zstd -c -q", b"") else {
+        return;
+    };
+    let id = send(&[("Content-Encoding", "zstd")], &bomb);
+    let html = page(&id);
+    assert!(
+        html.contains("Decoded from zstd, cut at 65,536 bytes"),
+        "{html}"
+    );
+    assert!(html.contains("decompression bomb"));
+    assert!(html.len() < 300 * 1024, "{} bytes of HTML", html.len());
+
+    // Bytes that are not what the header says: shown as sent, with the reason.
+    let id = send(&[("Content-Encoding", "br")], b"\x00not brotli");
+    let html = page(&id);
+    assert!(html.contains("Content-Encoding not undone (br: "), "{html}");
+
+    // Multipart: parts listed with their downloads, text previewed, binary as hex.
+    let mut body = b"--b\r\nContent-Disposition: form-data; name=\"title\"\r\n\r\nHello\r\n\
+                     --b\r\nContent-Disposition: form-data; name=\"pic\"; filename=\"p.png\"\r\n\
+                     Content-Type: image/png\r\n\r\n"
+        .to_vec();
+    body.extend(b"\x89PNG\r\n\x1a\n\x00\x01");
+    body.extend(b"\r\n--b--\r\n");
+    let id = send(
+        &[("Content-Type", "multipart/form-data; boundary=b")],
+        &body,
+    );
+    let html = page(&id);
+    assert!(
+        html.contains("<span class=\"count\">multipart</span>"),
+        "{html}"
+    );
+    assert!(html.contains("data-view=\"Parts\""));
+    assert!(html.contains("<span class=\"part-name mono\" title=\"Field name\">title</span>"));
+    assert!(html.contains("<pre class=\"code\">Hello</pre>"));
+    assert!(html.contains("<span class=\"part-file mono\" title=\"File name\">p.png</span>"));
+    assert!(
+        html.contains("<span class=\"part-type mono\" title=\"Content-Type\">image/png</span>")
+    );
+    assert!(html.contains("<pre class=\"code hex\">00000000  89 50 4e 47 0d 0a 1a 0a  00 01"));
+    for n in 0..2 {
+        let href = format!("/api/bins/{bin}/requests/{id}/body/parts/{n}");
+        assert!(
+            html.contains(&format!("href=\"{href}\" download>Download</a>")),
+            "{html}"
+        );
+        assert_eq!(server.get(&href).status, 200);
+    }
+    // The pane beside the list shows the parts too.
+    let pane = assert_page(&server.get(&format!("/bins/{bin}?req={id}")), 200);
+    assert!(pane.contains("data-view=\"Parts\""));
+
+    // XML, re-indented.
+    let id = send(
+        &[("Content-Type", "application/xml")],
+        b"<?xml version=\"1.0\"?><order id=\"7\"><item>tea</item></order>",
+    );
+    let html = page(&id);
+    assert!(
+        html.contains(
+            "&#60;?xml version=&#34;1.0&#34;?&#62;\n&#60;order id=&#34;7&#34;&#62;\n  \
+             &#60;item&#62;tea&#60;/item&#62;\n&#60;/order&#62;"
+        ),
+        "{html}"
+    );
+    assert!(html.contains("<span class=\"count\">XML</span>"));
+}
