@@ -7,7 +7,8 @@
 //! - [`pages`]: the server-rendered inspector pages and static assets.
 //! - [`rawhead`]: keeps header order and case, which hyper's `HeaderMap` loses.
 //! - [`storage`]: SQLite (one writer thread with group commit, a read-only pool).
-//! - [`verify`]: webhook signature schemes, checked against captured bytes.
+//! - [`signing`]: every scheme's signing rules (headers, signed bytes, formats, keys), once.
+//! - [`verify`]: webhook signatures checked against captured bytes, by those rules.
 //! - [`reaper`]: deletes expired bins; [`events`]: live notifications; [`metrics`].
 //! - [`forward`]: the `hookbin forward` client (follows a bin, replays to a local server).
 //! - [`render`]: pure renderers of captured requests: copy-as-curl and HAR export.
@@ -33,6 +34,7 @@ pub mod render;
 pub mod response;
 pub mod server;
 pub mod shutdown;
+pub mod signing;
 pub mod state;
 pub mod storage;
 pub mod verify;
