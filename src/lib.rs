@@ -11,6 +11,8 @@
 //! - [`verify`]: webhook signatures checked against captured bytes, by those rules.
 //! - [`reaper`]: deletes expired bins; [`events`]: live notifications; [`metrics`].
 //! - [`forward`]: the `hookbin forward` client (follows a bin, replays to a local server).
+//! - [`send`]: the `hookbin send` and `hookbin probe` clients (signed test requests, receiver
+//!   checks), signing with [`signing`].
 //! - [`render`]: pure renderers of captured requests: copy-as-curl and HAR export.
 //! - [`model`], [`response`], [`ids`], [`clock`]: shared types and small pure helpers.
 //! - [`healthcheck`]: the `hookbin healthcheck` client for container health checks.
@@ -32,6 +34,7 @@ pub mod rawhead;
 pub mod reaper;
 pub mod render;
 pub mod response;
+pub mod send;
 pub mod server;
 pub mod shutdown;
 pub mod signing;

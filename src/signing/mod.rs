@@ -5,7 +5,7 @@
 //! Two users read these rules, and neither keeps a copy:
 //! - [`crate::verify`] parses captured headers with them and recomputes the signature (adding
 //!   its diagnostics on top);
-//! - `hookbin send` and `hookbin probe` (`crate::send`) produce headers with [`Signer`].
+//! - `hookbin send` and `hookbin probe` ([`crate::send`]) produce headers with [`Signer`].
 //!
 //! So a rule changed here changes both, and the unit tests below sign with [`Signer`] and check
 //! the result with the verifier for every scheme. Why a module of its own rather than a part of
