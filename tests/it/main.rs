@@ -17,6 +17,8 @@ mod lifecycle;
 mod limits;
 mod logs;
 mod nginx;
+mod probe;
+mod providers;
 mod receiver;
 mod replay_support;
 mod send;
