@@ -5,15 +5,16 @@
 #     --stop-timeout 40 hookbin
 #
 # Configure with HOOKBIN_* environment variables (`-e HOOKBIN_TRUST_PROXY=true` behind nginx);
-# `hookbin healthcheck` reads the same HOOKBIN_LISTEN as the server. There is no Docker engine
-# on CI: .ci/docker-steps runs the build stage's commands (which must equal the README's build
-# command) and tests/it/deploy.rs runs the runtime stage's setup (user, /data, env, health
-# check, stop signal) against the binary they produce.
+# `hookbin healthcheck` reads the same HOOKBIN_LISTEN as the server. The image is built with the
+# `dist` profile (fat LTO, one codegen unit; see Cargo.toml). There is no Docker engine on CI:
+# .ci/docker-steps runs the build stage's commands (which must equal the README's build command)
+# and tests/it/docker.rs runs the runtime stage's setup (user, /data, env, health check, stop
+# signal) against the binary they produce.
 
 FROM rust:1.95-slim-bookworm AS build
 WORKDIR /src
 COPY . .
-RUN cargo build --release --locked
+RUN cargo build --profile dist --locked
 
 FROM debian:bookworm-slim
 # A fixed numeric uid/gid: volume ownership is predictable and `runAsNonRoot` can verify it.
@@ -22,7 +23,7 @@ RUN groupadd --system --gid 10001 hookbin \
       --shell /usr/sbin/nologin hookbin \
  && mkdir -p /data \
  && chown 10001:10001 /data
-COPY --from=build /src/target/release/hookbin /usr/local/bin/hookbin
+COPY --from=build /src/target/dist/hookbin /usr/local/bin/hookbin
 USER 10001:10001
 VOLUME /data
 ENV HOOKBIN_DB=/data/hookbin.db \

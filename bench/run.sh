@@ -5,7 +5,7 @@
 #   bare            bench/baselines bare-hyper: reads the body, answers 200 (the HTTP ceiling)
 #   sqlite          bench/baselines sqlite-capture: one writer thread, group commit, 200 after the
 #                   commit, no bin check / cap / index (the storage ceiling)
-#   hookbin         hookbin release build, default flags (per-bin cap 1000: every capture also evicts)
+#   hookbin         hookbin dist build (fat LTO), default flags (per-bin cap 1000: every capture also evicts)
 #   hookbin-bigcap  hookbin with --max-requests-per-bin $BENCH_BIG_CAP (no eviction; every row stays)
 # and drives each with wrk (1 KiB JSON POST to one bin), rounds alternating between servers.
 # Then: (a) the bin page of a bin holding 1000 requests, (b) capture latency while the reaper
@@ -37,13 +37,13 @@ STRICT=${BENCH_STRICT:-0}                # 1: exit 1 when a goal FAILs (a MISMAT
 KEEP=${BENCH_KEEP:-0}                    # 1: keep the temp dir (logs, databases, wrk output)
 
 if [[ -n ${CARGO_TARGET_DIR:-} ]]; then
-    HOOKBIN=${BENCH_HOOKBIN:-$CARGO_TARGET_DIR/release/hookbin}
+    HOOKBIN=${BENCH_HOOKBIN:-$CARGO_TARGET_DIR/dist/hookbin}
 else
-    HOOKBIN=${BENCH_HOOKBIN:-$MAIN_DIR/target/release/hookbin}
+    HOOKBIN=${BENCH_HOOKBIN:-$MAIN_DIR/target/dist/hookbin}
 fi
 BASE_TARGET=$BASE_DIR/target
-BARE_BIN=$BASE_TARGET/release/bare-hyper
-SQLITE_BIN=$BASE_TARGET/release/sqlite-capture
+BARE_BIN=$BASE_TARGET/dist/bare-hyper
+SQLITE_BIN=$BASE_TARGET/dist/sqlite-capture
 
 # hookbin must run with its defaults except for the flags given here (RUST_LOG included: its
 # default level is what is measured).
@@ -75,16 +75,16 @@ fi
 
 if [[ $SKIP_BUILD != 1 ]]; then
     if [[ $need_hookbin == 1 && -z ${BENCH_HOOKBIN:-} ]]; then
-        say "bench: building hookbin (cargo build --release in $MAIN_DIR) ..."
-        (cd "$MAIN_DIR" && cargo build --release --bin hookbin) || die "hookbin release build failed"
+        say "bench: building hookbin (cargo build --profile dist in $MAIN_DIR) ..."
+        (cd "$MAIN_DIR" && cargo build --profile dist --bin hookbin) || die "hookbin dist build failed"
     fi
-    say "bench: building baselines (cargo build --release in $BASE_DIR) ..."
-    CARGO_TARGET_DIR=$BASE_TARGET cargo build --release --manifest-path "$BASE_DIR/Cargo.toml" ||
+    say "bench: building baselines (cargo build --profile dist in $BASE_DIR) ..."
+    CARGO_TARGET_DIR=$BASE_TARGET cargo build --profile dist --manifest-path "$BASE_DIR/Cargo.toml" ||
         die "baselines build failed"
 fi
 for b in "$BARE_BIN" "$SQLITE_BIN"; do [[ -x $b ]] || die "missing $b (build bench/baselines)"; done
 if [[ $need_hookbin == 1 ]]; then
-    [[ -x $HOOKBIN ]] || die "missing $HOOKBIN (cargo build --release in $MAIN_DIR, or set BENCH_HOOKBIN)"
+    [[ -x $HOOKBIN ]] || die "missing $HOOKBIN (cargo build --profile dist in $MAIN_DIR, or set BENCH_HOOKBIN)"
 fi
 
 # ---------------------------------------------------------------------------------------------

@@ -8,9 +8,11 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use clap::builder::PossibleValue;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::signing::Scheme;
+use crate::storage::Synchronous;
 
 /// Self-hosted webhook inspector: capture any HTTP request byte-exact, inspect it, replay it.
 #[derive(Debug, Parser)]
@@ -86,12 +88,21 @@ pub enum LogFormat {
     Json,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Synchronous {
-    /// Survives a crash of hookbin (kill -9); the last commits may be lost on power failure.
-    Normal,
-    /// Also survives power failure: one fsync per committed batch.
-    Full,
+/// `--synchronous` takes storage's own type, so that storage needs nothing from clap.
+impl ValueEnum for Synchronous {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[Synchronous::Normal, Synchronous::Full]
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(match self {
+            Synchronous::Normal => PossibleValue::new("normal").help(
+                "Survives a crash of hookbin (kill -9); the last commits may be lost on power failure",
+            ),
+            Synchronous::Full => PossibleValue::new("full")
+                .help("Also survives power failure: one fsync per committed batch"),
+        })
+    }
 }
 
 /// Flags of `hookbin serve`.

@@ -7,7 +7,9 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::cli::{LogFormat, ServeArgs, Synchronous};
+use crate::cli::{LogFormat, ServeArgs};
+use crate::storage::Synchronous;
+use crate::wire::url::HttpUrl;
 
 /// Everything the server needs to know, already validated.
 #[derive(Debug, Clone)]
@@ -15,7 +17,7 @@ pub struct Config {
     pub listen: SocketAddr,
     pub db: PathBuf,
     /// Without a trailing slash, e.g. `https://webhook.example.com`.
-    pub public_url: Option<String>,
+    pub public_url: Option<HttpUrl>,
     pub bin_ttl: Duration,
     pub reap_interval: Duration,
     pub max_body_bytes: u64,
@@ -109,20 +111,8 @@ pub(crate) fn parse_listen(s: &str) -> Result<SocketAddr, String> {
 }
 
 /// An absolute http(s) URL without query or fragment; the trailing slash is dropped.
-fn parse_public_url(s: &str) -> Result<String, String> {
-    let s = s.trim().trim_end_matches('/');
-    let rest = s
-        .strip_prefix("https://")
-        .or_else(|| s.strip_prefix("http://"))
-        .ok_or("must start with http:// or https://")?;
-    let host = rest.split('/').next().unwrap_or_default();
-    if host.is_empty() {
-        return Err("has no host".into());
-    }
-    if s.contains(['?', '#']) || s.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err("must not contain a query, a fragment or spaces".into());
-    }
-    Ok(s.to_owned())
+fn parse_public_url(s: &str) -> Result<HttpUrl, String> {
+    HttpUrl::parse_base(s.trim().trim_end_matches('/')).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
@@ -144,16 +134,23 @@ mod tests {
 
     #[test]
     fn public_url_forms() {
+        let url = |s| parse_public_url(s).map(|u| u.to_string());
         assert_eq!(
-            parse_public_url("https://hooks.example.com/").unwrap(),
+            url("https://hooks.example.com/").unwrap(),
             "https://hooks.example.com"
         );
         assert_eq!(
-            parse_public_url("http://h:8080/prefix").unwrap(),
+            url("http://h:8080/prefix//").unwrap(),
             "http://h:8080/prefix"
         );
-        assert!(parse_public_url("ftp://h").is_err());
-        assert!(parse_public_url("https://").is_err());
-        assert!(parse_public_url("https://h/?a=1").is_err());
+        for bad in [
+            "ftp://h",
+            "https://",
+            "https://h/?a=1",
+            "https://h/#x",
+            "https://h/a b",
+        ] {
+            assert!(url(bad).is_err(), "{bad}");
+        }
     }
 }

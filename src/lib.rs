@@ -14,11 +14,14 @@
 //! - [`send`]: the `hookbin send` and `hookbin probe` clients (signed test requests, receiver
 //!   checks), signing with [`signing`].
 //! - [`render`]: pure renderers of captured requests: copy-as-curl and HAR export.
+//! - [`wire`]: HTTP/1 wire rules (tokens, request targets, dropped headers) for curl and forward.
 //! - [`model`], [`response`], [`ids`], [`clock`]: shared types and small pure helpers.
 //! - [`healthcheck`]: the `hookbin healthcheck` client for container health checks.
+//! - [`client`]: the HTTP/1.1 client of the subcommands (requests written byte-exact, TLS).
 
 pub mod capture;
 pub mod cli;
+pub mod client;
 pub mod clock;
 pub mod config;
 pub mod events;
@@ -41,12 +44,14 @@ pub mod signing;
 pub mod state;
 pub mod storage;
 pub mod verify;
+pub mod wire;
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::net::TcpListener;
+use tokio_util::task::TaskTracker;
 
 use crate::config::Config;
 use crate::events::EventHub;
@@ -54,8 +59,27 @@ use crate::ratelimit::BinCreationLimit;
 use crate::state::AppState;
 use crate::storage::{Store, StoreConfig, StoreError};
 
+/// Why the server could not start (`main` exits 1 with this message).
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        addr: std::net::SocketAddr,
+        source: std::io::Error,
+    },
+    /// The listener has no local address to announce (it is not a bound TCP socket).
+    #[error("cannot read the listening address: {0}")]
+    Address(std::io::Error),
+    /// The database: it names the path and the reason.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
 /// Read-only SQLite connections: enough for the 2-4 cores this usually runs on.
 const READ_CONNECTIONS: usize = 4;
+/// How long a stop waits for the tasks: each connection gets [`server::GRACE`] to finish its
+/// request, everything else stops at once.
+const STOP_WAIT: Duration = Duration::from_secs(server::GRACE.as_secs() + 5);
 
 /// Serves on `listener` until `shutdown` resolves, then stops gracefully: in-flight captures
 /// finish and every acknowledged write is committed before this returns.
@@ -63,7 +87,8 @@ pub async fn run(
     listener: TcpListener,
     config: Config,
     shutdown: impl Future<Output = ()> + Send,
-) -> Result<(), StoreError> {
+) -> Result<(), RunError> {
+    let addr = listener.local_addr().map_err(RunError::Address)?;
     let events = EventHub::new();
     let store_config = StoreConfig {
         path: config.db.clone(),
@@ -81,37 +106,32 @@ pub async fn run(
         metrics: Default::default(),
         shutdown: signal,
         open_connections: Default::default(),
+        tasks: TaskTracker::new(),
     });
-    let addr = listener.local_addr().map_err(|e| StoreError::Open {
-        path: "socket".into(),
-        reason: e.to_string(),
-    })?;
     tracing::info!(
         db = %state.config.db.display(),
         bins = state.store.bin_count(),
         "listening on http://{addr}"
     );
-    let reaper = tokio::spawn(reaper::run(state.clone()));
-    let server = tokio::spawn(server::serve(listener, state.clone()));
+    state.tasks.spawn(reaper::run(state.clone()));
+    state.tasks.spawn(server::serve(listener, state.clone()));
     shutdown.await;
     tracing::info!("shutting down: finishing in-flight requests");
     trigger.trigger();
-    let _ = server.await;
-    let _ = reaper.await;
-    release(state).await;
-    // The writer commits what is queued, then exits once the last Store handle is gone.
+    let tasks = state.tasks.clone();
+    tasks.close();
+    if tokio::time::timeout(STOP_WAIT, tasks.wait()).await.is_err() {
+        // Each task holds the state and with it the store: the writer would wait for them.
+        tracing::warn!(
+            tasks = tasks.len(),
+            "tasks still running {STOP_WAIT:?} after the stop signal; exiting without them \
+             (every acknowledged capture is committed already)"
+        );
+        return Ok(());
+    }
+    // The last handle on the store: the writer commits what is queued, then exits.
+    drop(state);
     let _ = tokio::task::spawn_blocking(move || writer.join()).await;
     tracing::info!("stopped");
     Ok(())
-}
-
-/// Drops the last handle on the state once stream tasks (which end on shutdown) let go of it.
-async fn release(state: Arc<AppState>) {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while Arc::strong_count(&state) > 1 && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    if Arc::strong_count(&state) > 1 {
-        tracing::warn!("some tasks did not stop in time; queued writes are still committed");
-    }
 }

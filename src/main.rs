@@ -111,7 +111,10 @@ fn healthcheck(args: &hookbin::cli::HealthcheckArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match hookbin::healthcheck::check(&target, args.timeout) {
+    let Some(runtime) = runtime(tokio::runtime::Builder::new_current_thread()) else {
+        return ExitCode::FAILURE;
+    };
+    match runtime.block_on(hookbin::healthcheck::check(&target, args.timeout)) {
         Ok(()) => {
             println!("ok: {target}");
             ExitCode::SUCCESS
@@ -162,12 +165,11 @@ fn serve(args: &hookbin::cli::ServeArgs) -> ExitCode {
         return ExitCode::FAILURE;
     };
     let result = runtime.block_on(async {
-        let listener = tokio::net::TcpListener::bind(config.listen)
+        let addr = config.listen;
+        let listener = tokio::net::TcpListener::bind(addr)
             .await
-            .map_err(|e| format!("cannot listen on {}: {e}", config.listen))?;
-        hookbin::run(listener, config, hookbin::shutdown::os_signal())
-            .await
-            .map_err(|e| e.to_string())
+            .map_err(|source| hookbin::RunError::Listen { addr, source })?;
+        hookbin::run(listener, config, hookbin::shutdown::os_signal()).await
     });
     match result {
         Ok(()) => ExitCode::SUCCESS,

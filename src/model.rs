@@ -26,23 +26,6 @@ impl HeaderPair {
     }
 }
 
-/// Hop-by-hop headers (RFC 9110 §7.6.1, plus the legacy `Keep-Alive` and `Proxy-Connection`):
-/// they describe one connection, so a replay must not forward them and a custom response may
-/// not set them.
-pub const HOP_BY_HOP: &[&str] = &[
-    "connection",
-    "keep-alive",
-    "proxy-connection",
-    "te",
-    "trailer",
-    "transfer-encoding",
-    "upgrade",
-];
-
-pub fn is_hop_by_hop(name: &str) -> bool {
-    HOP_BY_HOP.iter().any(|h| h.eq_ignore_ascii_case(name))
-}
-
 /// Finds the first header called `name` (ASCII case-insensitive, as HTTP requires).
 pub fn find_header<'a>(headers: &'a [HeaderPair], name: &str) -> Option<&'a HeaderPair> {
     headers.iter().find(|h| h.name.eq_ignore_ascii_case(name))

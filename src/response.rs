@@ -6,7 +6,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::model::is_hop_by_hop;
+use crate::wire::is_hop_by_hop;
 
 /// Longest body a custom response may carry.
 pub const MAX_BODY: usize = 64 * 1024;

@@ -1,8 +1,8 @@
 //! The accept loop: connection limit, per-connection HTTP/1.1 service, graceful stop.
 //!
-//! On shutdown: stop accepting, let every connection finish the request it is on (hyper's
-//! graceful shutdown), then return so the caller can drain the writer. Connections still busy
-//! after [`GRACE`] are dropped.
+//! Each connection is a task on [`AppState::tasks`]. On shutdown the accept loop returns (the
+//! listener closes) and every connection finishes the request it is on (hyper's graceful
+//! shutdown), for at most [`GRACE`]; the caller waits for the tasks, then drains the writer.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -13,7 +13,7 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::Semaphore;
 
 use crate::http::{self, ConnInfo};
 use crate::rawhead::{HeadTap, TappedStream};
@@ -36,12 +36,10 @@ pub fn http1_builder(state: &AppState) -> http1::Builder {
     builder
 }
 
-/// Serves until `state.shutdown` triggers, then waits for connections to finish.
+/// Accepts until `state.shutdown` triggers; the connections run on as tasks of `state.tasks`.
 pub async fn serve(listener: TcpListener, state: Arc<AppState>) {
     let permits = Arc::new(Semaphore::new(state.config.max_connections));
     let builder = Arc::new(http1_builder(&state));
-    // Each connection task holds a clone; `recv` returns None once all are gone.
-    let (alive, mut all_done) = mpsc::channel::<()>(1);
     let shutdown = state.shutdown.clone();
     loop {
         // Over the limit, further clients wait in the kernel's listen backlog.
@@ -62,21 +60,15 @@ pub async fn serve(listener: TcpListener, state: Arc<AppState>) {
             _ = shutdown.triggered() => break,
         };
         let _ = stream.set_nodelay(true);
-        let state = state.clone();
         let builder = builder.clone();
-        let alive = alive.clone();
-        tokio::spawn(async move {
+        let connection_state = state.clone();
+        state.tasks.spawn(async move {
+            let state = connection_state;
             state.open_connections.fetch_add(1, Relaxed);
             serve_connection(&state, &builder, stream, peer).await;
             state.open_connections.fetch_sub(1, Relaxed);
             drop(permit);
-            drop(alive);
         });
-    }
-    drop(listener);
-    drop(alive);
-    if tokio::time::timeout(GRACE, all_done.recv()).await.is_err() {
-        tracing::warn!("connections still open after {GRACE:?}; closing them");
     }
 }
 
@@ -101,7 +93,13 @@ async fn serve_connection(
         result = conn.as_mut() => result,
         _ = state.shutdown.triggered() => {
             conn.as_mut().graceful_shutdown();
-            conn.await
+            match tokio::time::timeout(GRACE, conn.as_mut()).await {
+                Ok(result) => result,
+                Err(_) => {
+                    tracing::warn!(%peer, "connection still busy {GRACE:?} after the stop signal; closing it");
+                    return;
+                }
+            }
         }
     };
     if let Err(e) = result {

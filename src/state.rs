@@ -3,6 +3,8 @@
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 
+use tokio_util::task::TaskTracker;
+
 use crate::config::Config;
 use crate::events::EventHub;
 use crate::metrics::Metrics;
@@ -20,4 +22,7 @@ pub struct AppState {
     pub shutdown: ShutdownSignal,
     /// Client connections being served right now (for /metrics).
     pub open_connections: AtomicUsize,
+    /// Every task the server spawns (accept loop, connections, reaper, event streams, exports):
+    /// a graceful stop waits for all of them before the last writes are committed.
+    pub tasks: TaskTracker,
 }

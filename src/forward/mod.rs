@@ -2,9 +2,11 @@
 //! local server, byte-exact, so that signatures still verify there.
 //!
 //! - [`urls`]: the bin URL (any of its forms, under a path prefix) and the local target.
-//! - [`client`]: the hookbin API over HTTP/1.1, TLS for `https://`; the event stream.
+//! - [`client`]: the bin's API and its event stream.
 //! - [`sse`]: the event-stream parser.
-//! - [`replay`]: the request head written byte by byte to the local server, and its status.
+//! - [`replay`]: the captured request as sent to the local server, and its status.
+//!
+//! Both sides go through [`crate::client`] (TLS for an `https://` bin URL).
 //!
 //! Flow: check the bin (404: exit), note the newest request id, then follow
 //! `/api/bins/{bin}/stream` with `Last-Event-ID` set to the last request handled (the newest at
@@ -28,6 +30,7 @@ use base64::engine::general_purpose::STANDARD;
 use serde_json::Value;
 
 use crate::cli::ForwardArgs;
+use crate::client::Client;
 use crate::model::{HeaderPair, StoredRequest};
 use client::{Api, CallError};
 use urls::{BinUrl, LocalUrl};
@@ -166,6 +169,7 @@ fn print(out: &mut dyn Write, text: &str) {
 
 /// Replays `fetched` to `local` and prints its line. `false` when the replay did not happen.
 async fn replay_one(
+    client: &Client,
     fetched: &Fetched,
     local: &LocalUrl,
     timeout: Duration,
@@ -179,15 +183,14 @@ async fn replay_one(
             &line(&fetched.received_at, &req.method, &target, &outcome),
         );
     };
-    let outgoing = match replay::request_head(req, local) {
-        Ok(o) => o,
+    let request = match replay::request(req, local) {
+        Ok(request) => request,
         Err(e) => {
             say(out, format!("not sent: {e}"));
             return false;
         }
     };
-    let head_request = req.method == "HEAD";
-    match replay::send(local, &outgoing, &req.body, head_request, timeout).await {
+    match replay::send(client, local, &request, timeout).await {
         Ok(answer) => {
             let mut outcome = format!("{}  {} ms", answer.status, answer.latency.as_millis());
             if req.body_truncated {
@@ -218,7 +221,9 @@ pub async fn run(args: &ForwardArgs, out: &mut dyn Write) -> Result<(), ForwardE
         url: args.to.clone(),
         reason,
     })?;
-    let mut api = Api::new(&bin, args.ca_cert.as_deref()).map_err(ForwardError::Setup)?;
+    let client =
+        Client::new(args.ca_cert.as_deref()).map_err(|e| ForwardError::Setup(e.to_string()))?;
+    let mut api = Api::new(&bin, client.clone());
     let api_error = |e: CallError| match e {
         e if e.is_not_found() => ForwardError::BinNotFound(bin.capture_url.clone()),
         CallError::Transport(reason) => ForwardError::Unreachable {
@@ -245,7 +250,7 @@ pub async fn run(args: &ForwardArgs, out: &mut dyn Write) -> Result<(), ForwardE
             url: bin.capture_url.clone(),
             reason,
         })?;
-        return if replay_one(&fetched, &local, args.timeout, out).await {
+        return if replay_one(&client, &fetched, &local, args.timeout, out).await {
             Ok(())
         } else {
             Err(ForwardError::ReplayFailed)
@@ -258,6 +263,7 @@ pub async fn run(args: &ForwardArgs, out: &mut dyn Write) -> Result<(), ForwardE
     );
     let mut follower = Follower {
         api,
+        client,
         local,
         timeout: args.timeout,
         last_id: newest.unwrap_or(0),
@@ -281,6 +287,7 @@ enum Stop {
 
 struct Follower {
     api: Api,
+    client: Client,
     local: LocalUrl,
     timeout: Duration,
     /// The last request handled (replayed, or found deleted): the stream resumes after it.
@@ -356,7 +363,7 @@ impl Follower {
             match self.api.get_json(&format!("/requests/{id}")).await {
                 Ok(json) => match parse_request(&json) {
                     Ok(fetched) => {
-                        replay_one(&fetched, &self.local, self.timeout, out).await;
+                        replay_one(&self.client, &fetched, &self.local, self.timeout, out).await;
                     }
                     Err(e) => print(out, &format!("request {id}: not replayed: {e}")),
                 },

@@ -1,24 +1,19 @@
 //! Sends one captured request to the local target, byte-exact, and reads the response status.
 //!
-//! hyper's client would lowercase header names and group repeated ones (`HeaderMap`), which
-//! breaks signatures over headers and anything that cares about order. So the request head is
-//! written here, byte by byte: the request line, `Host` for the target, every captured header in
-//! received order with its exact name and value bytes (minus the hop-by-hop headers and the
-//! framing headers, see [`is_dropped`]), `Content-Length` when a body is sent, then the body.
-//! Only the status line of the answer is needed; the rest of the response is read and discarded
-//! in the background so the local server is not reset mid-write.
+//! The request is built for [`crate::client`], which writes it byte by byte: the request line,
+//! `Host` for the target, every captured header in received order with its exact name and value
+//! bytes (minus the hop-by-hop headers and the framing headers, see [`crate::wire::is_dropped`]),
+//! `Content-Length` when a body is sent, then the body. Only the status of the answer is needed;
+//! the rest of the response is read and discarded in the background so the local server is not
+//! reset mid-write.
 
-use std::time::{Duration, Instant};
-
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use std::time::Duration;
 
 use super::urls::LocalUrl;
-use crate::model::{HeaderPair, StoredRequest};
-use crate::render::curl::is_dropped;
+use crate::client::{Client, Request, Version};
+use crate::model::StoredRequest;
+use crate::wire::{self, Unsendable, is_dropped};
 
-/// Largest response head read from the local server.
-const MAX_RESPONSE_HEAD: usize = 64 * 1024;
 /// Response bodies are drained for at most this long and this many bytes.
 const DRAIN_TIME: Duration = Duration::from_secs(5);
 const DRAIN_BYTES: u64 = 16 * 1024 * 1024;
@@ -26,74 +21,29 @@ const DRAIN_BYTES: u64 = 16 * 1024 * 1024;
 /// Why a request cannot be replayed at all (it could not have been received like this).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("cannot be replayed: {0}")]
-pub struct Unreplayable(&'static str);
+pub struct Unreplayable(#[from] Unsendable);
 
-/// The bytes to send: the head and whether a body (with `Content-Length`) follows.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Outgoing {
-    pub head: Vec<u8>,
-    pub sends_body: bool,
-}
-
-/// Whether the replay carries a body: when there are body bytes, and for an empty body when
-/// the original announced one (`Content-Length: 0`, or chunked), the same rule as copy-as-curl.
-pub fn sends_body(req: &StoredRequest) -> bool {
-    !req.body.is_empty()
-        || req.headers.iter().any(|h| {
-            h.name.eq_ignore_ascii_case("content-length")
-                || h.name.eq_ignore_ascii_case("transfer-encoding")
-        })
-}
-
-/// RFC 9110 `token`: a method or header name.
-fn is_token(s: &str) -> bool {
-    !s.is_empty()
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
-}
-
-/// The request head for `req` aimed at `local`.
-pub fn request_head(req: &StoredRequest, local: &LocalUrl) -> Result<Outgoing, Unreplayable> {
-    if !is_token(&req.method) {
-        return Err(Unreplayable("the method is not an HTTP token"));
-    }
+/// The request for `req` aimed at `local`.
+pub fn request(req: &StoredRequest, local: &LocalUrl) -> Result<Request, Unreplayable> {
+    wire::check_request(req)?;
     let target = local.request_target(&req.subpath, &req.query);
-    if target.bytes().any(|b| b <= b' ' || b == 0x7f) {
-        return Err(Unreplayable(
-            "the path or query holds whitespace or control characters",
-        ));
-    }
+    wire::check_target(&target)?;
     let version = if req.http_version == "HTTP/1.0" {
-        "HTTP/1.0"
+        Version::Http10
     } else {
-        "HTTP/1.1"
+        Version::Http11
     };
-    let mut head = Vec::with_capacity(256);
-    head.extend_from_slice(format!("{} {target} {version}\r\n", req.method).as_bytes());
-    head.extend_from_slice(format!("Host: {}\r\n", local.origin.authority).as_bytes());
-    for HeaderPair { name, value } in req.headers.iter().filter(|h| !is_dropped(&h.name)) {
-        if !is_token(name) {
-            return Err(Unreplayable("a header name is not an HTTP token"));
-        }
-        // A CR, LF or NUL would end the header line early (header injection into the local
-        // request); no captured value can hold one, so a stored one means a tampered answer.
-        if value.iter().any(|&b| matches!(b, b'\r' | b'\n' | 0)) {
-            return Err(Unreplayable("a header value holds CR, LF or NUL"));
-        }
-        head.extend_from_slice(name.as_bytes());
-        head.push(b':');
-        if !value.is_empty() {
-            head.push(b' ');
-            head.extend_from_slice(value);
-        }
-        head.extend_from_slice(b"\r\n");
+    let mut out = Request::new(req.method.clone(), target).version(version);
+    out.headers = req
+        .headers
+        .iter()
+        .filter(|h| !is_dropped(&h.name))
+        .cloned()
+        .collect();
+    if wire::sends_body(&req.headers, &req.body) {
+        out = out.body(req.body.clone());
     }
-    let sends_body = sends_body(req);
-    if sends_body {
-        head.extend_from_slice(format!("Content-Length: {}\r\n", req.body.len()).as_bytes());
-    }
-    head.extend_from_slice(b"\r\n");
-    Ok(Outgoing { head, sends_body })
+    Ok(out)
 }
 
 /// What the local server answered.
@@ -104,129 +54,24 @@ pub struct Answer {
     pub latency: Duration,
 }
 
-/// Connects to `local`, sends the head and body, and waits (at most `timeout` in all) for the
-/// final (non-1xx) response head.
+/// Connects to `local`, sends the request and waits (at most `timeout` in all) for the final
+/// (non-1xx) response head.
 pub async fn send(
+    client: &Client,
     local: &LocalUrl,
-    out: &Outgoing,
-    body: &[u8],
-    head_request: bool,
+    request: &Request,
     timeout: Duration,
 ) -> Result<Answer, String> {
-    let started = Instant::now();
-    let exchange = async {
-        let mut stream = TcpStream::connect((local.origin.host.as_str(), local.origin.port))
-            .await
-            .map_err(|e| format!("cannot connect to {}: {e}", local.origin.authority))?;
-        let _ = stream.set_nodelay(true);
-        let body = if out.sends_body { body } else { &[][..] };
-        let write = async {
-            if body.len() <= 64 * 1024 {
-                // One write, so a small request leaves in one segment.
-                let mut all = out.head.clone();
-                all.extend_from_slice(body);
-                stream.write_all(&all).await
-            } else {
-                stream.write_all(&out.head).await?;
-                stream.write_all(body).await
-            }
-        };
-        // A server may answer (say 413) and close before reading a large body: then the write
-        // fails but the status is still there to read.
-        let write_error = write.await.err();
-        match read_status(&mut stream, head_request).await {
-            Ok((status, rest)) => {
-                let latency = started.elapsed();
-                tokio::spawn(drain(stream, rest));
-                Ok(Answer { status, latency })
-            }
-            Err(e) => Err(match write_error {
-                Some(w) => format!("sending failed: {w}"),
-                None => e,
-            }),
-        }
+    let response = client
+        .send(&local.url, request, timeout)
+        .await
+        .map_err(|e| e.to_string())?;
+    let answer = Answer {
+        status: response.status,
+        latency: response.elapsed,
     };
-    match tokio::time::timeout(timeout, exchange).await {
-        Ok(result) => result,
-        Err(_) => Err(format!(
-            "no response within {}",
-            humantime::format_duration(timeout)
-        )),
-    }
-}
-
-/// How much of the response body is left after its head.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Rest {
-    Nothing,
-    Length(u64),
-    /// Chunked or close-delimited: read until the server closes or the drain limits hit.
-    UntilClose,
-}
-
-/// Reads response heads until a final one; its status and what body follows.
-async fn read_status(stream: &mut TcpStream, head_request: bool) -> Result<(u16, Rest), String> {
-    let mut buf = Vec::with_capacity(1024);
-    loop {
-        let mut headers = [httparse::EMPTY_HEADER; 100];
-        let mut res = httparse::Response::new(&mut headers);
-        match res.parse(&buf) {
-            Ok(httparse::Status::Complete(len)) => {
-                let status = res.code.unwrap_or(0);
-                if (100..200).contains(&status) && status != 101 {
-                    // Interim (100 Continue, 103 Early Hints): the final answer follows.
-                    buf.drain(..len);
-                    continue;
-                }
-                let length = res
-                    .headers
-                    .iter()
-                    .find(|h| h.name.eq_ignore_ascii_case("content-length"))
-                    .and_then(|h| std::str::from_utf8(h.value).ok())
-                    .and_then(|v| v.trim().parse::<u64>().ok());
-                let rest = if head_request || status == 204 || status == 304 {
-                    Rest::Nothing
-                } else if let Some(n) = length {
-                    Rest::Length(n.saturating_sub((buf.len() - len) as u64))
-                } else {
-                    Rest::UntilClose
-                };
-                return Ok((status, rest));
-            }
-            Ok(httparse::Status::Partial) if buf.len() < MAX_RESPONSE_HEAD => {}
-            Ok(httparse::Status::Partial) => return Err("the response head is too large".into()),
-            Err(e) => return Err(format!("invalid response: {e}")),
-        }
-        let mut chunk = [0u8; 8192];
-        let n = stream
-            .read(&mut chunk)
-            .await
-            .map_err(|e| format!("reading the response failed: {e}"))?;
-        if n == 0 {
-            return Err("the connection closed before a response".into());
-        }
-        buf.extend_from_slice(&chunk[..n]);
-    }
-}
-
-/// Reads and discards the rest of the response within the drain limits, then closes.
-async fn drain(mut stream: TcpStream, rest: Rest) {
-    let want = match rest {
-        Rest::Nothing => return,
-        Rest::Length(n) => n.min(DRAIN_BYTES),
-        Rest::UntilClose => DRAIN_BYTES,
-    };
-    let read = async {
-        let mut left = want;
-        let mut chunk = [0u8; 16 * 1024];
-        while left > 0 {
-            match stream.read(&mut chunk).await {
-                Ok(0) | Err(_) => break,
-                Ok(n) => left = left.saturating_sub(n as u64),
-            }
-        }
-    };
-    let _ = tokio::time::timeout(DRAIN_TIME, read).await;
+    tokio::spawn(response.drain(DRAIN_BYTES, DRAIN_TIME));
+    Ok(answer)
 }
 
 #[cfg(test)]
@@ -242,6 +87,12 @@ mod tests {
 
     fn local() -> LocalUrl {
         LocalUrl::parse("http://127.0.0.1:3000/base").unwrap()
+    }
+
+    fn head(r: &StoredRequest) -> Result<Vec<u8>, String> {
+        let local = local();
+        let out = request(r, &local).map_err(|e| e.to_string())?;
+        out.head(local.url.authority()).map_err(|e| e.to_string())
     }
 
     #[test]
@@ -261,10 +112,9 @@ mod tests {
             ],
             b"{}",
         );
-        let out = request_head(&r, &local()).unwrap();
-        assert!(out.sends_body);
+        assert!(request(&r, &local()).unwrap().body.is_some());
         assert_eq!(
-            out.head,
+            head(&r).unwrap(),
             b"POST /base/stripe?x=1 HTTP/1.1\r\nHost: 127.0.0.1:3000\r\nX-Dup: 1\r\n\
               content-TYPE: application/json\r\nx-dup: 2\r\nX-Empty:\r\nX-Obs: caf\xe9\r\n\
               Stripe-Signature: t=1,v1=ab\r\nContent-Length: 2\r\n\r\n"
@@ -274,17 +124,25 @@ mod tests {
 
     #[test]
     fn body_framing_follows_the_original() {
-        let get = request_head(&req("GET", &[], b""), &local()).unwrap();
-        assert!(!get.sends_body);
-        assert!(!String::from_utf8_lossy(&get.head).contains("Content-Length"));
-        let empty_post =
-            request_head(&req("POST", &[("Content-Length", b"0")], b""), &local()).unwrap();
-        assert!(empty_post.sends_body);
-        assert!(String::from_utf8_lossy(&empty_post.head).ends_with("Content-Length: 0\r\n\r\n"));
+        let get = req("GET", &[], b"");
+        assert!(request(&get, &local()).unwrap().body.is_none());
+        assert!(!String::from_utf8_lossy(&head(&get).unwrap()).contains("Content-Length"));
+        let empty_post = req("POST", &[("Content-Length", b"0")], b"");
+        assert_eq!(
+            request(&empty_post, &local()).unwrap().body.as_deref(),
+            Some(&b""[..])
+        );
+        assert!(
+            String::from_utf8_lossy(&head(&empty_post).unwrap())
+                .ends_with("Content-Length: 0\r\n\r\n")
+        );
         let mut old = req("POST", &[], b"x");
         old.http_version = "HTTP/1.0".into();
-        let out = request_head(&old, &local()).unwrap();
-        assert!(out.head.starts_with(b"POST /base/stripe?x=1 HTTP/1.0\r\n"));
+        assert!(
+            head(&old)
+                .unwrap()
+                .starts_with(b"POST /base/stripe?x=1 HTTP/1.0\r\n")
+        );
     }
 
     #[test]
@@ -295,10 +153,10 @@ mod tests {
             req("GET", &[("Bad Name", b"a")], b""),
             req("GE T", &[], b""),
         ] {
-            assert!(request_head(&r, &local()).is_err(), "{r:?}");
+            assert!(request(&r, &local()).is_err(), "{r:?}");
         }
         let mut r = req("GET", &[], b"");
         r.query = "a b".into();
-        assert!(request_head(&r, &local()).is_err());
+        assert!(request(&r, &local()).is_err());
     }
 }

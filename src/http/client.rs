@@ -6,6 +6,7 @@ use std::net::{IpAddr, SocketAddr};
 use hyper::HeaderMap;
 
 use crate::config::Config;
+use crate::wire::url::HttpUrl;
 
 /// The client's IP. Behind the bundled nginx (`--trust-proxy`), `X-Real-IP` holds the address
 /// nginx saw; failing that, the last `X-Forwarded-For` entry is the one nginx appended. Entries
@@ -37,7 +38,7 @@ pub fn client_ip(config: &Config, peer: SocketAddr, headers: &HeaderMap) -> IpAd
 /// (`X-Forwarded-Proto`/`X-Forwarded-Host` only with `--trust-proxy`), else the listen address.
 pub fn public_base(config: &Config, headers: &HeaderMap) -> String {
     if let Some(url) = &config.public_url {
-        return url.clone();
+        return url.to_string();
     }
     let header = |name: &str| {
         headers
@@ -56,11 +57,12 @@ pub fn public_base(config: &Config, headers: &HeaderMap) -> String {
         }
         host = header("x-forwarded-host").or(host);
     }
-    // The Host header is the client's to write: only a plain host[:port] goes into links.
-    match host.filter(|h| is_plain_host(h)) {
-        Some(h) => format!("{scheme}://{h}"),
-        None => format!("{scheme}://{}", config.listen),
-    }
+    // The Host header is the client's to write: only a plain host[:port] that makes a valid
+    // URL goes into links.
+    host.filter(|h| is_plain_host(h))
+        .map(|h| format!("{scheme}://{h}"))
+        .filter(|base| HttpUrl::parse(base).is_ok())
+        .unwrap_or_else(|| format!("{scheme}://{}", config.listen))
 }
 
 fn is_plain_host(h: &str) -> bool {
@@ -104,8 +106,10 @@ mod tests {
     #[test]
     fn odd_host_headers_fall_back_to_the_listen_address() {
         let config = Config::for_db("x.db");
-        let h = headers(&[("host", "evil.example/<script>")]);
-        assert_eq!(public_base(&config, &h), "http://127.0.0.1:0");
+        for host in ["evil.example/<script>", "a:b:c", "h:99999"] {
+            let h = headers(&[("host", host)]);
+            assert_eq!(public_base(&config, &h), "http://127.0.0.1:0", "{host}");
+        }
     }
 
     #[test]

@@ -171,7 +171,7 @@ pub async fn export(state: &Arc<AppState>, req: &Request<Incoming>, bin: &str) -
         upto,
         tx,
     };
-    tokio::spawn(feed.run(envelope, first));
+    state.tasks.spawn(feed.run(envelope, first));
 
     let mut res = Response::new(ChannelBody(rx).boxed_unsync());
     let h = res.headers_mut();

@@ -40,7 +40,9 @@ pub async fn stream(
     let last = last_event_id(req)?;
     let events = state.events.subscribe(bin);
     let (tx, rx) = mpsc::channel::<Bytes>(64);
-    tokio::spawn(feed(state.clone(), bin.to_owned(), last, events, tx));
+    state
+        .tasks
+        .spawn(feed(state.clone(), bin.to_owned(), last, events, tx));
     let mut res = Response::new(ChannelBody(rx).boxed_unsync());
     *res.status_mut() = StatusCode::OK;
     let h = res.headers_mut();

@@ -12,7 +12,7 @@
 //! | `POST /bins/{bin}/delete`, `/clear` | delete the bin, delete all its requests |
 //! | `POST /bins/{bin}/requests/{req}/delete` | delete one request |
 //! | `POST /bins/{bin}/response`, `/response/clear` | set / reset the custom response |
-//! | `POST /bins/{bin}/requests/{req}/verify` | check a signature (once `crate::verify` lands) |
+//! | `POST /bins/{bin}/requests/{req}/verify` | check a signature against the captured bytes ([`crate::verify`]) |
 //! | `GET /static/{file}` | embedded CSS/JS, cached forever under a content-hashed URL |
 //!
 //! Safety: every captured byte reaches the page through askama's HTML escaping (no `|safe`

@@ -55,7 +55,9 @@
 //! percent-encodes non-ASCII; for such paths the URL names only the origin and `--request-target`
 //! carries the exact path and query.
 
-use crate::model::{HeaderPair, StoredRequest, find_header, is_hop_by_hop};
+use crate::model::{HeaderPair, StoredRequest, find_header};
+use crate::wire::url::{HttpUrl, UrlError};
+use crate::wire::{self, Unsendable, is_dropped};
 
 /// Headers curl adds on its own to every request; suppressed when the original lacked them.
 const CURL_DEFAULT_HEADERS: &[&str] = &["User-Agent", "Accept"];
@@ -69,14 +71,14 @@ pub const INLINE_BODY_MAX: usize = 64 * 1024;
 pub enum CurlError {
     /// The `target` is not an absolute `http(s)` URL without query, fragment and credentials.
     #[error("invalid target URL: {0}")]
-    InvalidTarget(&'static str),
-    /// The server's own base URL does not start with `http://` or `https://`.
+    InvalidTarget(UrlError),
+    /// The server's own base URL is not an absolute `http(s)` URL.
     #[error("invalid base URL: {0}")]
-    InvalidBase(&'static str),
+    InvalidBase(UrlError),
     /// The stored request holds something no HTTP/1 request can carry (a CR or LF in a header,
     /// a method that is not a token); it cannot have been received like that.
     #[error("request cannot be reproduced with curl: {0}")]
-    Unreproducible(&'static str),
+    Unreproducible(#[from] Unsendable),
 }
 
 /// Builds one shell command line (possibly a `printf … |` pipeline into curl) that replays `req`.
@@ -89,21 +91,26 @@ pub fn curl_command(
     original_base: &str,
     target: Option<&str>,
 ) -> Result<String, CurlError> {
-    check_request(req)?;
-    let (origin, prefix) = match target {
-        Some(t) => validate_target(t)?,
-        None => split_base(original_base)?,
+    // Passing a CR or LF to `curl -H` would inject header lines.
+    wire::check_request(req)?;
+    let (url, path) = match target {
+        Some(t) => (
+            HttpUrl::parse_base(t).map_err(CurlError::InvalidTarget)?,
+            req.subpath.as_str(),
+        ),
+        // The server's own base URL: configuration, or a Host header already checked.
+        None => (
+            HttpUrl::parse_base(original_base).map_err(CurlError::InvalidBase)?,
+            req.path.as_str(),
+        ),
     };
-    let path = match target {
-        Some(_) => req.subpath.as_str(),
-        None => req.path.as_str(),
-    };
-    let request_target = build_request_target(prefix, path, &req.query)?;
-    let sends_body = sends_body(req);
+    let request_target = wire::request_target(url.prefix(), path, &req.query);
+    wire::check_target(&request_target)?;
+    let sends_body = wire::sends_body(&req.headers, &req.body);
 
     let mut words: Vec<String> = vec!["curl".into()];
     words.extend(method_args(&req.method, sends_body));
-    words.extend(url_args(origin, &request_target));
+    words.extend(url_args(url.origin(), &request_target));
     words.push(version_flag(&req.http_version).into());
     words.push("--path-as-is".into());
     words.push("--globoff".into());
@@ -150,25 +157,6 @@ pub fn sh_quote(s: &str) -> String {
     out
 }
 
-/// The request-target curl must send: `{prefix}{path}` (or `/` when both are empty) plus `?query`.
-fn build_request_target(prefix: &str, path: &str, query: &str) -> Result<String, CurlError> {
-    let mut t = format!("{prefix}{path}");
-    if t.is_empty() {
-        t.push('/');
-    }
-    if !query.is_empty() {
-        t.push('?');
-        t.push_str(query);
-    }
-    // A request line cannot hold whitespace or control bytes, so none can have been received.
-    if t.bytes().any(|b| b <= b' ' || b == 0x7f) {
-        return Err(CurlError::Unreproducible(
-            "path or query contains whitespace or control characters",
-        ));
-    }
-    Ok(t)
-}
-
 /// The URL word(s): the full URL when curl sends it unchanged, else the origin plus
 /// `--request-target` (curl would drop everything after `#` and percent-encode non-ASCII).
 fn url_args(origin: &str, request_target: &str) -> Vec<String> {
@@ -184,17 +172,6 @@ fn url_args(origin: &str, request_target: &str) -> Vec<String> {
             sh_quote(request_target),
         ]
     }
-}
-
-/// Whether the replay sends a body: always when there are body bytes, and for an empty body when
-/// the original announced one (`Content-Length: 0`, or chunked with no data), so that the replay
-/// carries `Content-Length: 0` too.
-fn sends_body(req: &StoredRequest) -> bool {
-    !req.body.is_empty()
-        || req.headers.iter().any(|h| {
-            h.name.eq_ignore_ascii_case("content-length")
-                || h.name.eq_ignore_ascii_case("transfer-encoding")
-        })
 }
 
 /// `-X METHOD` only where curl's own choice (GET, or POST with data) differs; `--head` for HEAD.
@@ -215,14 +192,6 @@ fn version_flag(http_version: &str) -> &'static str {
     } else {
         "--http1.1"
     }
-}
-
-/// Whether a replay leaves header `name` out: hop-by-hop headers, and `Content-Length` and
-/// `Host`, which the replaying client computes from the body and the URL.
-pub fn is_dropped(name: &str) -> bool {
-    is_hop_by_hop(name)
-        || name.eq_ignore_ascii_case("content-length")
-        || name.eq_ignore_ascii_case("host")
 }
 
 /// `-H 'Name:'` for each header curl would add by itself that the original did not have.
@@ -298,128 +267,6 @@ pub fn printf_b_escape(bytes: &[u8]) -> String {
         }
     }
     out
-}
-
-/// RFC 9110 `tchar`: the characters a method or header name (a `token`) may contain.
-fn is_tchar(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
-}
-
-fn is_token(s: &str) -> bool {
-    !s.is_empty() && s.bytes().all(is_tchar)
-}
-
-/// Rejects what no HTTP/1 request can carry; such data cannot come from a real capture, and
-/// passing a CR or LF to `curl -H` would inject header lines.
-fn check_request(req: &StoredRequest) -> Result<(), CurlError> {
-    if !is_token(&req.method) {
-        return Err(CurlError::Unreproducible("method is not an HTTP token"));
-    }
-    for h in &req.headers {
-        if !is_token(&h.name) {
-            return Err(CurlError::Unreproducible(
-                "header name is not an HTTP token",
-            ));
-        }
-        if h.value.iter().any(|&b| matches!(b, 0 | b'\r' | b'\n')) {
-            return Err(CurlError::Unreproducible(
-                "header value contains NUL, CR or LF",
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// Splits an `http(s)` URL into origin (`scheme://authority`) and path, after checking the
-/// scheme. Returns `None` when the scheme is not http or https.
-fn split_scheme(url: &str) -> Option<(&str, &str)> {
-    let scheme_len = ["http://", "https://"].into_iter().find_map(|s| {
-        url.get(..s.len())
-            .filter(|p| p.eq_ignore_ascii_case(s))
-            .map(|_| s.len())
-    })?;
-    let authority_end = url[scheme_len..]
-        .find('/')
-        .map_or(url.len(), |i| scheme_len + i);
-    Some(url.split_at(authority_end))
-}
-
-/// The server's own base URL: trusted configuration (or derived from `Host`), so only checked
-/// enough that the URL word can never be mistaken for a curl option. It is quoted like the rest.
-fn split_base(base: &str) -> Result<(&str, &str), CurlError> {
-    let (origin, path) = split_scheme(base).ok_or(CurlError::InvalidBase(
-        "must start with http:// or https://",
-    ))?;
-    Ok((origin, path.trim_end_matches('/')))
-}
-
-/// Checks a user-supplied target and returns (origin, path prefix without trailing slashes).
-///
-/// Accepted: `http(s)://host[:port][/path]` with a registered name, IPv4 or bracketed IPv6
-/// host. Rejected: other schemes, query, fragment, credentials (curl would turn them into an
-/// `Authorization` header the original did not have), whitespace, controls and non-ASCII.
-pub fn validate_target(target: &str) -> Result<(&str, &str), CurlError> {
-    use CurlError::InvalidTarget as E;
-    let (origin, path) =
-        split_scheme(target).ok_or(E("must be an absolute http:// or https:// URL"))?;
-    if !target.bytes().all(|b| b.is_ascii_graphic()) {
-        return Err(E("contains whitespace, control or non-ASCII characters"));
-    }
-    if target.contains('?') {
-        return Err(E("must not have a query; the captured query is appended"));
-    }
-    if target.contains('#') {
-        return Err(E("must not have a fragment"));
-    }
-    let authority = &origin[origin.find("://").map_or(0, |i| i + 3)..];
-    if authority.contains('@') {
-        return Err(E("must not contain credentials"));
-    }
-    check_authority(authority)?;
-    Ok((origin, path.trim_end_matches('/')))
-}
-
-/// `host[:port]` where host is a reg-name, IPv4 address or `[IPv6]`.
-fn check_authority(authority: &str) -> Result<(), CurlError> {
-    use CurlError::InvalidTarget as E;
-    let (host_ok, port) = if let Some(rest) = authority.strip_prefix('[') {
-        let (v6, after) = rest.split_once(']').ok_or(E("unclosed IPv6 bracket"))?;
-        let port = match after {
-            "" => None,
-            _ => Some(
-                after
-                    .strip_prefix(':')
-                    .ok_or(E("junk after IPv6 address"))?,
-            ),
-        };
-        let v6_ok = !v6.is_empty()
-            && v6
-                .bytes()
-                .all(|b| b.is_ascii_hexdigit() || b == b':' || b == b'.');
-        (v6_ok, port)
-    } else {
-        let (host, port) = match authority.split_once(':') {
-            Some((h, p)) => (h, Some(p)),
-            None => (authority, None),
-        };
-        let reg_name_ok = !host.is_empty()
-            && host
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"-._~%!$&'()*+,;=".contains(&b));
-        (reg_name_ok, port)
-    };
-    if !host_ok {
-        return Err(E("invalid host"));
-    }
-    let port_ok = port.is_none_or(|p| {
-        p.len() <= 5
-            && p.bytes().all(|b| b.is_ascii_digit())
-            && p.parse::<u32>().is_ok_and(|n| (1..=65535).contains(&n))
-    });
-    if !port_ok {
-        return Err(E("invalid port"));
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -7,10 +7,10 @@
 
 use std::future::Future;
 use std::io::Write;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::plan::Plan;
-use super::transport::{Reply, Transport};
+use super::transport::{Failure, Reply, Transport};
 
 /// How many bytes of an answer a line shows.
 pub const ANSWER_PREVIEW: usize = 80;
@@ -64,13 +64,13 @@ pub async fn deliver(
             None => clock.now(),
         };
         let request = delivery.plan.signed(delivery.id, timestamp);
-        let started = Instant::now();
         let result = transport.send(&request, delivery.timeout).await;
-        let _ = writeln!(out, "{}", line(attempt, &result, started.elapsed()));
+        let _ = writeln!(out, "{}", line(attempt, &result));
         let _ = out.flush();
         match &result {
             Ok(reply) if (200..300).contains(&reply.status) => return true,
             Ok(reply) if !retryable(reply.status) => return false,
+            Err(failure) if !failure.transient => return false,
             _ => {}
         }
         let Some(&delay) = delays.next() else {
@@ -94,20 +94,24 @@ pub fn retryable(status: u16) -> bool {
     status == 429 || (500..600).contains(&status)
 }
 
-/// `{attempt} {status} {ms} ms {first 80 bytes of the answer, escaped}` or
-/// `{attempt} error: {what went wrong}`.
-pub fn line(attempt: u32, result: &Result<Reply, String>, elapsed: Duration) -> String {
+/// `{attempt} {status} {ms} ms {first 80 bytes of the answer, escaped}` (ms: until the response
+/// head) or `{attempt} error: {what went wrong}`.
+pub fn line(attempt: u32, result: &Result<Reply, Failure>) -> String {
     match result {
         Ok(reply) => {
             let preview = escape(&reply.body_start[..reply.body_start.len().min(ANSWER_PREVIEW)]);
-            let mut line = format!("{attempt} {} {} ms", reply.status, elapsed.as_millis());
+            let mut line = format!(
+                "{attempt} {} {} ms",
+                reply.status,
+                reply.elapsed.as_millis()
+            );
             if !preview.is_empty() {
                 line.push(' ');
                 line.push_str(&preview);
             }
             line
         }
-        Err(e) => format!("{attempt} error: {}", escape(e.as_bytes())),
+        Err(e) => format!("{attempt} error: {}", escape(e.message.as_bytes())),
     }
 }
 
@@ -234,6 +238,15 @@ mod tests {
     }
 
     #[test]
+    fn an_error_no_retry_can_fix_stops_at_once() {
+        let (ok, sent, clock, out, _) = run(&[Err("setup: unreadable --ca-cert")], None);
+        assert!(!ok);
+        assert_eq!(sent.sent.borrow().len(), 1);
+        assert!(clock.slept.borrow().is_empty());
+        assert_eq!(out, "1 error: setup: unreadable --ca-cert\n");
+    }
+
+    #[test]
     fn an_exhausted_schedule_fails() {
         let (ok, sent, _, out, _) = run(
             &[Ok(500), Ok(500), Ok(502), Err("timed out after 30s")],
@@ -248,13 +261,14 @@ mod tests {
     fn lines_show_the_first_80_bytes_escaped() {
         let reply = Reply {
             status: 200,
+            elapsed: Duration::from_millis(12),
             body_start: [
                 &b"ok\n\x1b[31m\\ \xff caf\xc3\xa9 \xe2\x80\xae"[..],
                 &[b'x'; 100],
             ]
             .concat(),
         };
-        let line = line(3, &Ok(reply), Duration::from_millis(12));
+        let line = line(3, &Ok(reply));
         assert!(
             line.starts_with(r"3 200 12 ms ok\n\u{1b}[31m\\ \xff café \u{202e}xxx"),
             "{line}"
@@ -262,11 +276,17 @@ mod tests {
         assert_eq!(line.matches('x').count(), 80 - 21 + 1, "{line}");
         let empty = Reply {
             status: 204,
+            elapsed: Duration::from_millis(5),
             body_start: Vec::new(),
         };
+        assert_eq!(super::line(1, &Ok(empty)), "1 204 5 ms");
+        let failure = Failure {
+            message: "cannot connect to h:1: refused\r\n".to_owned(),
+            transient: true,
+        };
         assert_eq!(
-            super::line(1, &Ok(empty), Duration::from_millis(5)),
-            "1 204 5 ms"
+            super::line(2, &Err(failure)),
+            r"2 error: cannot connect to h:1: refused\r\n"
         );
         assert_eq!(escape(b"cut \xe2\x82"), r"cut \xe2\x82");
     }

@@ -7,11 +7,11 @@ use std::time::Duration;
 
 use super::deliver::Clock;
 use super::plan::{Payload, Plan};
-use super::transport::{Outgoing, Reply, Transport};
+use super::transport::{Failure, Outgoing, Reply, Transport};
 
 /// Answers from a script (a status, or a transport error) and records what it was sent.
 pub struct Scripted {
-    answers: RefCell<Vec<Result<Reply, String>>>,
+    answers: RefCell<Vec<Result<Reply, Failure>>>,
     pub sent: RefCell<Vec<Outgoing>>,
 }
 
@@ -25,9 +25,14 @@ impl Scripted {
                     .map(|s| match s {
                         Ok(status) => Ok(Reply {
                             status: *status,
+                            elapsed: Duration::from_millis(7),
                             body_start: format!("answer {status}").into_bytes(),
                         }),
-                        Err(e) => Err((*e).to_owned()),
+                        Err(e) => Err(Failure {
+                            message: (*e).to_owned(),
+                            // "setup: ..." stands for an error no retry can fix.
+                            transient: !e.starts_with("setup"),
+                        }),
                     })
                     .collect(),
             ),
@@ -42,7 +47,7 @@ impl Scripted {
 }
 
 impl Transport for Scripted {
-    async fn send(&self, req: &Outgoing, _timeout: Duration) -> Result<Reply, String> {
+    async fn send(&self, req: &Outgoing, _timeout: Duration) -> Result<Reply, Failure> {
         self.sent.borrow_mut().push(req.clone());
         self.answers.borrow_mut().pop().expect("no more answers")
     }
@@ -52,10 +57,11 @@ impl Transport for Scripted {
 pub struct Receiver<F>(pub RefCell<F>);
 
 impl<F: FnMut(&Outgoing) -> u16> Transport for Receiver<F> {
-    async fn send(&self, req: &Outgoing, _timeout: Duration) -> Result<Reply, String> {
+    async fn send(&self, req: &Outgoing, _timeout: Duration) -> Result<Reply, Failure> {
         let status = (self.0.borrow_mut())(req);
         Ok(Reply {
             status,
+            elapsed: Duration::from_millis(3),
             body_start: Vec::new(),
         })
     }

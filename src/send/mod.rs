@@ -8,7 +8,6 @@
 //! - [`deliver`]: `send`'s attempts and retry schedule, and its output lines.
 //! - [`mod@probe`]: the probe's cases, table and JSON.
 //! - [`transport`]: the HTTP boundary (a trait, the real client, fetching `--from`).
-//! - [`target`]: the URL a request goes to.
 //!
 //! The secret goes into a [`crate::signing::Signer`] and nowhere else: no message, line or
 //! `Debug` output carries it.
@@ -18,7 +17,6 @@ pub mod deliver;
 mod fakes;
 pub mod plan;
 pub mod probe;
-pub mod target;
 pub mod transport;
 
 use std::io::{Read, Write};
@@ -122,12 +120,13 @@ async fn prepare(
     let plan = match &args.from {
         None => plan,
         Some(from) => {
-            let captured = transport::fetch_captured(from, args.ca_cert.as_deref())
-                .await
-                .map_err(|e| match e {
-                    FetchError::Url { .. } => RunError::Usage(UsageError(e.to_string())),
-                    FetchError::Failed { .. } => RunError::Fetch(e.to_string()),
-                })?;
+            let captured =
+                transport::fetch_captured(from, &transport)
+                    .await
+                    .map_err(|e| match e {
+                        FetchError::Url { .. } => RunError::Usage(UsageError(e.to_string())),
+                        FetchError::Failed { .. } => RunError::Fetch(e.to_string()),
+                    })?;
             plan.with_payload(Payload::Captured(Box::new(captured)))?
         }
     };

@@ -5,11 +5,12 @@
 use std::io::Read;
 
 use super::UsageError;
-use super::target::Target;
 use super::transport::Outgoing;
 use crate::cli::MessageArgs;
 use crate::model::StoredRequest;
 use crate::signing::{Header, Message, Scheme, Signer};
+use crate::wire::is_token;
+use crate::wire::url::{HttpUrl, UrlError};
 
 /// The body when neither `--data` nor `--from` is given: a small event with a number in it (the
 /// probe's tampered-body case changes a digit, which keeps the JSON valid).
@@ -17,15 +18,6 @@ pub const DEFAULT_BODY: &[u8] =
     br#"{"type":"hookbin.test","data":{"id":"evt_test","amount":4200,"currency":"usd"}}"#;
 const DEFAULT_CONTENT_TYPE: &str = "application/json";
 const USER_AGENT: &str = concat!("hookbin/", env!("CARGO_PKG_VERSION"));
-
-/// Headers the HTTP client writes itself, or that would break the request's framing.
-const RESERVED: [&str; 5] = [
-    "host",
-    "content-length",
-    "transfer-encoding",
-    "connection",
-    "upgrade",
-];
 
 /// Where the body comes from, once read.
 pub enum Payload {
@@ -40,7 +32,7 @@ pub enum Payload {
 /// A request to sign and send.
 #[derive(Debug)]
 pub struct Plan {
-    pub target: Target,
+    pub target: HttpUrl,
     pub method: String,
     /// The URL a Twilio signature covers: `--signed-url`, else the target URL.
     pub signed_url: String,
@@ -60,7 +52,7 @@ impl Plan {
     /// default body, or the `--data` bytes. Every error is a usage error naming the flag.
     pub fn new(url: &str, args: &MessageArgs, payload: Payload) -> Result<Plan, UsageError> {
         let usage = |text: String| UsageError(text);
-        let target = Target::parse(url).map_err(|e| usage(format!("URL: {e}")))?;
+        let target = parse_url(url).map_err(|e| usage(format!("invalid URL {url:?}: {e}")))?;
         let scheme = args.scheme;
         let mut signer = Signer::new(scheme, &args.secret).map_err(|e| usage(e.to_string()))?;
         if let Some(name) = &args.signature_header {
@@ -70,7 +62,7 @@ impl Plan {
                     scheme.name()
                 )));
             }
-            if !is_token(name) || RESERVED.iter().any(|r| name.eq_ignore_ascii_case(r)) {
+            if !is_token(name) || crate::wire::is_dropped(name) {
                 return Err(usage(format!(
                     "--signature-header {name:?} is not a usable header name"
                 )));
@@ -85,10 +77,11 @@ impl Plan {
                 ));
             }
             Some(signed) => {
-                Target::parse(signed).map_err(|e| usage(format!("--signed-url: {e}")))?;
+                parse_url(signed)
+                    .map_err(|e| usage(format!("invalid --signed-url {signed:?}: {e}")))?;
                 signed.clone()
             }
-            None => target.url.clone(),
+            None => target.as_str().to_owned(),
         };
         if !is_token(&args.method) {
             return Err(usage(format!(
@@ -192,7 +185,7 @@ impl Plan {
         }
         Outgoing {
             method: self.method.clone(),
-            target: self.target.clone(),
+            url: self.target.clone(),
             headers,
             body,
         }
@@ -274,6 +267,14 @@ pub fn check_timestamp(ts: i64) -> Result<(), UsageError> {
     Ok(())
 }
 
+/// An absolute http(s) URL; a text that is no URL at all is told what one looks like.
+fn parse_url(text: &str) -> Result<HttpUrl, String> {
+    HttpUrl::parse(text).map_err(|e| match e {
+        UrlError::Malformed(_) => format!("{e}; expected http://HOST[:PORT]/PATH or https://..."),
+        e => e.to_string(),
+    })
+}
+
 /// `Name: value` from `--header`.
 fn parse_header(line: &str) -> Result<(String, String), String> {
     let Some((name, value)) = line.split_once(':') else {
@@ -283,9 +284,11 @@ fn parse_header(line: &str) -> Result<(String, String), String> {
     if !is_token(name) {
         return Err(format!("--header {line:?}: {name:?} is not a header name"));
     }
-    if let Some(reserved) = RESERVED.iter().find(|r| name.eq_ignore_ascii_case(r)) {
+    // The client writes Host and Content-Length; hop-by-hop headers are the connection's.
+    if crate::wire::is_dropped(name) {
         return Err(format!(
-            "--header {name}: hookbin sets {reserved} itself; it cannot be given"
+            "--header {name}: hookbin sets Host and Content-Length itself, and sends no \
+             hop-by-hop header"
         ));
     }
     let value = value.trim_matches([' ', '\t']);
@@ -293,19 +296,10 @@ fn parse_header(line: &str) -> Result<(String, String), String> {
     Ok((name.to_owned(), value.to_owned()))
 }
 
-/// A header value may not hold CR, LF, NUL or other control characters (header injection).
+/// A header value may not hold CR, LF or NUL (header injection); the rule is [`crate::wire`]'s.
 fn check_value(name: &str, value: &str) -> Result<(), String> {
-    if value.chars().any(|c| c.is_control() && c != '\t') {
-        return Err(format!("the {name} value holds control characters"));
-    }
-    Ok(())
-}
-
-/// RFC 9110 `token`: a method or header name.
-fn is_token(s: &str) -> bool {
-    !s.is_empty()
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+    crate::wire::check_header(name, value.as_bytes())
+        .map_err(|e| format!("the {name} header cannot be sent: {e}"))
 }
 
 /// A fresh id in the provider's style: `msg_` and 27 alphanumerics for Standard Webhooks and
@@ -433,8 +427,9 @@ mod tests {
         for (extra, says) in [
             (&["-H", "NoColon"][..], "expected 'Name: value'"),
             (&["-H", "Bad Name: x"], "not a header name"),
-            (&["-H", "Host: evil"], "sets host itself"),
-            (&["-H", "Content-Length: 1"], "sets content-length itself"),
+            (&["-H", "Host: evil"], "--header Host: hookbin sets Host"),
+            (&["-H", "Content-Length: 1"], "--header Content-Length"),
+            (&["-H", "Transfer-Encoding: chunked"], "hop-by-hop"),
             (&["--method", "PO ST"], "not an HTTP method"),
             (&["--signed-url", "https://x/"], "twilio only"),
             (&["--signature-header", "X-Sig"], "hmac-sha256 only"),
@@ -443,7 +438,7 @@ mod tests {
             assert!(err.contains(says), "{extra:?}: {err}");
         }
         let err = Plan::new("ftp://h/", &args(&[]), Payload::Default).unwrap_err();
-        assert!(err.0.starts_with("URL: "), "{}", err.0);
+        assert!(err.0.starts_with("invalid URL \"ftp://h/\": "), "{}", err.0);
     }
 
     #[test]

@@ -129,12 +129,11 @@ pub async fn probe(
                 sent,
             } => {
                 let started = Instant::now();
-                let answer = transport.send(&request, timeout).await;
-                let ms = started.elapsed().as_millis() as u64;
-                let (status, error) = match answer {
-                    Ok(reply) => (Some(reply.status), None),
-                    Err(e) => (None, Some(e)),
+                let (status, error, elapsed) = match transport.send(&request, timeout).await {
+                    Ok(reply) => (Some(reply.status), None, reply.elapsed),
+                    Err(e) => (None, Some(e.message), started.elapsed()),
                 };
+                let ms = elapsed.as_millis() as u64;
                 Row {
                     case,
                     expected: expect,
@@ -177,7 +176,7 @@ fn judge(expect: Expect, status: Option<u16>) -> Verdict {
 
 enum Built {
     Send {
-        request: Outgoing,
+        request: Box<Outgoing>,
         expect: Expect,
         sent: String,
     },
@@ -194,7 +193,7 @@ fn build(
 ) -> Built {
     let scheme = plan.scheme();
     let send = |request, expect, sent: String| Built::Send {
-        request,
+        request: Box::new(request),
         expect,
         sent,
     };
@@ -446,7 +445,7 @@ mod tests {
             now: Some(NOW),
             ..VerifyInput::default()
         };
-        verify::verify(&stored, &input, &req.target.url, NOW)
+        verify::verify(&stored, &input, req.url.as_str(), NOW)
             .expect("no input error")
             .valid
     }
@@ -681,7 +680,7 @@ mod tests {
             now: Some(ts),
             ..VerifyInput::default()
         };
-        verify::verify(&stored, &input, &req.target.url, ts)
+        verify::verify(&stored, &input, req.url.as_str(), ts)
             .unwrap()
             .valid
     }

@@ -1,45 +1,30 @@
-//! The HTTP boundary of `hookbin send` and `hookbin probe`: the one file that talks to an HTTP
+//! The HTTP boundary of `hookbin send` and `hookbin probe`: the one file that talks to the HTTP
 //! client. Everything else builds an [`Outgoing`] and reads a [`Reply`] through [`Transport`], so
-//! tests can put a fake in its place, and moving to another client changes this file only.
+//! tests can put a fake in its place.
 //!
-//! Today it drives hyper's HTTP/1.1 client connection directly (TLS through the `tokio-rustls`
-//! settings of [`crate::forward::client::tls_config`]) and fetches `--from` requests with
-//! `hookbin forward`'s API client. hyper does not keep the case of header names; they are sent in
-//! Title-Case (`Stripe-Signature`, `X-Hub-Signature-256`, `Webhook-Id`), which is how most
-//! providers spell them, and HTTP compares names without regard to case anyway.
+//! The real transport is the shared [`crate::client::Client`], which writes the request byte for
+//! byte: header names keep the provider's spelling (`Stripe-Signature`, `webhook-id`,
+//! `X-BOTIX-Signature`) and their order. `--from` is fetched with `hookbin forward`'s API client.
 
 use std::future::Future;
-use std::path::{Path, PathBuf};
-use std::pin::Pin;
-use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::path::Path;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::client::conn::http1;
-use hyper::header::{HOST, HeaderName, HeaderValue};
-use hyper::{Method, Request};
-use hyper_util::rt::TokioIo;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::TcpStream;
-use tokio_rustls::TlsConnector;
-use tokio_rustls::client::TlsStream;
-use tokio_rustls::rustls::ClientConfig;
-use tokio_rustls::rustls::pki_types::ServerName;
 
-use super::target::Target;
-use crate::model::StoredRequest;
+use crate::client::{Client, ClientError, Request};
+use crate::model::{HeaderPair, StoredRequest};
+use crate::wire::url::HttpUrl;
 
-/// How much of an answer is kept: the output shows its first 80 bytes.
-pub const ANSWER_BYTES: usize = 1024;
+/// How much of an answer is read: the output shows its first 80 bytes.
+pub const ANSWER_BYTES: usize = 80;
 
 /// One request to send.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Outgoing {
     pub method: String,
-    pub target: Target,
-    /// In the order they are sent, after `Host`.
+    pub url: HttpUrl,
+    /// In the order they are sent, after `Host`; names as spelled.
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
 }
@@ -48,192 +33,76 @@ pub struct Outgoing {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reply {
     pub status: u16,
+    /// From before connecting to the end of the response head.
+    pub elapsed: Duration,
     /// The first [`ANSWER_BYTES`] of the body (or fewer).
     pub body_start: Vec<u8>,
 }
 
-/// Sends one request and waits at most `timeout` for the answer. `Err` is a sentence: the
-/// connection failed, the TLS handshake failed, no answer in time...
+/// Why no answer came.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// A sentence: the connection failed, no answer in time...
+    pub message: String,
+    /// Whether trying again later may work (a network problem or a timeout), as opposed to a
+    /// request or a setup that can never work.
+    pub transient: bool,
+}
+
+/// Sends one request and waits at most `timeout` for the answer.
 pub trait Transport {
     fn send(
         &self,
         req: &Outgoing,
         timeout: Duration,
-    ) -> impl Future<Output = Result<Reply, String>>;
+    ) -> impl Future<Output = Result<Reply, Failure>>;
 }
 
 /// The real client.
 pub struct Http {
-    /// Built on the first https request; its certificate file is read then.
-    ca_cert: Option<PathBuf>,
-    tls: std::sync::OnceLock<Arc<ClientConfig>>,
+    client: Client,
 }
 
 impl Http {
     /// A client that trusts the web PKI roots and the certificates in `ca_cert`. The file is
     /// read here, so a bad one is a usage error before anything is sent.
     pub fn new(ca_cert: Option<&Path>) -> Result<Http, String> {
-        let http = Http {
-            ca_cert: ca_cert.map(Path::to_owned),
-            tls: std::sync::OnceLock::new(),
-        };
-        if ca_cert.is_some() {
-            http.tls_config()?;
-        }
-        Ok(http)
-    }
-
-    fn tls_config(&self) -> Result<Arc<ClientConfig>, String> {
-        if let Some(config) = self.tls.get() {
-            return Ok(config.clone());
-        }
-        let config = crate::forward::client::tls_config(self.ca_cert.as_deref())?;
-        Ok(self.tls.get_or_init(|| config).clone())
-    }
-
-    async fn exchange(&self, req: &Outgoing) -> Result<Reply, String> {
-        let target = &req.target;
-        let tcp = TcpStream::connect((target.host.as_str(), target.port))
-            .await
-            .map_err(|e| format!("cannot connect to {}: {e}", target.authority))?;
-        let _ = tcp.set_nodelay(true);
-        let conn = if target.tls {
-            let name = ServerName::try_from(target.host.clone())
-                .map_err(|e| format!("{}: {e}", target.host))?;
-            let stream = TlsConnector::from(self.tls_config()?)
-                .connect(name, tcp)
-                .await
-                .map_err(|e| format!("TLS with {}: {e}", target.authority))?;
-            Conn::Tls(Box::new(stream))
-        } else {
-            Conn::Plain(tcp)
-        };
-        let (mut sender, connection) = http1::Builder::new()
-            .title_case_headers(true)
-            .handshake(TokioIo::new(conn))
-            .await
-            .map_err(|e| format!("{}: {e}", target.authority))?;
-        let driver = tokio::spawn(async move {
-            let _ = connection.await;
-        });
-        let result = async {
-            let response = sender
-                .send_request(request(req)?)
-                .await
-                .map_err(|e| describe_hyper_error(&e))?;
-            let status = response.status().as_u16();
-            let mut body = response.into_body();
-            let mut body_start = Vec::new();
-            while body_start.len() < ANSWER_BYTES {
-                match body.frame().await {
-                    None => break,
-                    Some(Err(e)) => return Err(format!("reading the answer: {e}")),
-                    Some(Ok(frame)) => {
-                        if let Ok(data) = frame.into_data() {
-                            let room = ANSWER_BYTES - body_start.len();
-                            body_start.extend_from_slice(&data[..data.len().min(room)]);
-                        }
-                    }
-                }
-            }
-            Ok(Reply { status, body_start })
-        }
-        .await;
-        // The rest of a long answer is not needed: closing the connection ends it.
-        driver.abort();
-        result
+        let client = Client::new(ca_cert).map_err(|e| e.to_string())?;
+        Ok(Http { client })
     }
 }
 
 impl Transport for Http {
-    async fn send(&self, req: &Outgoing, timeout: Duration) -> Result<Reply, String> {
-        tokio::time::timeout(timeout, self.exchange(req))
+    async fn send(&self, req: &Outgoing, timeout: Duration) -> Result<Reply, Failure> {
+        let mut request = Request::new(req.method.as_str(), req.url.request_target());
+        request.headers = req
+            .headers
+            .iter()
+            .map(|(n, v)| HeaderPair::new(n.as_str(), v.as_bytes()))
+            .collect();
+        // A GET or HEAD without a body goes without `Content-Length: 0`.
+        if !req.body.is_empty() || !matches!(req.method.as_str(), "GET" | "HEAD") {
+            request = request.body(Bytes::from(req.body.clone()));
+        }
+        match self
+            .client
+            .exchange(&req.url, &request, timeout, ANSWER_BYTES)
             .await
-            .unwrap_or_else(|_| {
-                Err(format!(
-                    "timed out after {}",
-                    humantime::format_duration(timeout)
-                ))
-            })
-    }
-}
-
-/// The hyper request: `Host` first, then the headers in order, then the body (hyper adds
-/// `Content-Length`).
-fn request(req: &Outgoing) -> Result<Request<Full<Bytes>>, String> {
-    let method = Method::from_bytes(req.method.as_bytes())
-        .map_err(|_| format!("{:?} is not an HTTP method", req.method))?;
-    let mut request = Request::builder()
-        .method(method)
-        .uri(req.target.path_and_query.as_str())
-        .body(Full::new(Bytes::from(req.body.clone())))
-        .map_err(|e| format!("cannot build the request: {e}"))?;
-    let headers = request.headers_mut();
-    let host = HeaderValue::from_str(&req.target.authority)
-        .map_err(|_| format!("{:?} cannot be a Host header", req.target.authority))?;
-    headers.insert(HOST, host);
-    for (name, value) in &req.headers {
-        let name = HeaderName::from_bytes(name.as_bytes())
-            .map_err(|_| format!("{name:?} is not a header name"))?;
-        let value = HeaderValue::from_str(value)
-            .map_err(|_| format!("the {name} value holds bytes a header cannot carry"))?;
-        headers.append(name, value);
-    }
-    Ok(request)
-}
-
-/// hyper's errors say "connection closed before message completed" and the like; its source
-/// (an I/O error) says why.
-fn describe_hyper_error(e: &hyper::Error) -> String {
-    match std::error::Error::source(e) {
-        Some(source) => format!("{e}: {source}"),
-        None => e.to_string(),
-    }
-}
-
-/// TCP, or TLS over TCP.
-enum Conn {
-    Plain(TcpStream),
-    Tls(Box<TlsStream<TcpStream>>),
-}
-
-impl AsyncRead for Conn {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<std::io::Result<()>> {
-        match self.get_mut() {
-            Conn::Plain(s) => Pin::new(s).poll_read(cx, buf),
-            Conn::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+        {
+            Ok(exchange) => Ok(Reply {
+                status: exchange.status,
+                elapsed: exchange.elapsed,
+                body_start: exchange.preview,
+            }),
+            Err(e) => Err(failure(&e)),
         }
     }
 }
 
-impl AsyncWrite for Conn {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<std::io::Result<usize>> {
-        match self.get_mut() {
-            Conn::Plain(s) => Pin::new(s).poll_write(cx, buf),
-            Conn::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
-        }
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        match self.get_mut() {
-            Conn::Plain(s) => Pin::new(s).poll_flush(cx),
-            Conn::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
-        }
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        match self.get_mut() {
-            Conn::Plain(s) => Pin::new(s).poll_shutdown(cx),
-            Conn::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
-        }
+fn failure(e: &ClientError) -> Failure {
+    Failure {
+        message: e.to_string(),
+        transient: e.is_transient(),
     }
 }
 
@@ -250,16 +119,15 @@ pub enum FetchError {
 
 /// Fetches the request a `--from` URL names: its API URL (`/api/bins/BIN/requests/ID`) or a page
 /// URL (`/bins/BIN/requests/ID`, `/bins/BIN?req=ID`), under any path prefix.
-pub async fn fetch_captured(
-    url: &str,
-    ca_cert: Option<&Path>,
-) -> Result<StoredRequest, FetchError> {
+pub async fn fetch_captured(url: &str, transport: &Http) -> Result<StoredRequest, FetchError> {
     use crate::forward::{client::Api, parse_request, urls::BinUrl};
     let bad = |reason: String| FetchError::Url {
         url: url.to_owned(),
         reason,
     };
-    let bin = BinUrl::parse(url).map_err(|e| bad(e.to_string()))?;
+    // The page form's `?req=ID` names the request; the bin's URL is what comes before it.
+    let without_query = url.split_once('?').map_or(url, |(before, _)| before);
+    let bin = BinUrl::parse(without_query).map_err(bad)?;
     let id = captured_request_id(url).ok_or_else(|| {
         bad(
             "expected a captured request's URL, such as https://HOST/api/bins/BIN/requests/ID or \
@@ -272,7 +140,7 @@ pub async fn fetch_captured(
         url: url.to_owned(),
         reason,
     };
-    let mut api = Api::new(&bin, ca_cert).map_err(bad)?;
+    let mut api = Api::new(&bin, transport.client.clone());
     let json = api
         .get_json(&rest)
         .await
@@ -317,25 +185,5 @@ mod tests {
         ] {
             assert_eq!(captured_request_id(&url).as_deref(), id, "{url}");
         }
-    }
-
-    #[test]
-    fn requests_carry_host_then_the_headers_in_order() {
-        let out = Outgoing {
-            method: "PATCH".into(),
-            target: Target::parse("http://h:8080/in?x=1").unwrap(),
-            headers: vec![
-                ("Content-Type".into(), "application/json".into()),
-                ("X-B".into(), "2".into()),
-                ("X-A".into(), "1".into()),
-            ],
-            body: b"{}".to_vec(),
-        };
-        let req = request(&out).unwrap();
-        assert_eq!(req.method(), "PATCH");
-        assert_eq!(req.uri(), "/in?x=1");
-        let names: Vec<&str> = req.headers().keys().map(|k| k.as_str()).collect();
-        assert_eq!(names, ["host", "content-type", "x-b", "x-a"]);
-        assert_eq!(req.headers()["host"], "h:8080");
     }
 }

@@ -20,7 +20,6 @@ use std::sync::{Arc, RwLock};
 
 use tokio::sync::{mpsc, oneshot};
 
-use crate::cli::Synchronous;
 use crate::events::EventHub;
 use crate::model::{Bin, RequestSummary, StoredRequest};
 use crate::response::ResponseSpec;
@@ -48,6 +47,9 @@ pub enum StoreError {
     Closed,
     #[error("a stored row is damaged: {0}")]
     Corrupt(String),
+    /// A read did not run to its end (its thread panicked, or the runtime is stopping).
+    #[error("a database read failed: {0}")]
+    ReadTask(String),
 }
 
 impl StoreError {
@@ -73,6 +75,15 @@ impl PendingCapture {
             Err(_) => Err(StoreError::Closed),
         }
     }
+}
+
+/// SQLite's `synchronous` setting: what a commit waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Synchronous {
+    /// Survives a crash of hookbin (kill -9); the last commits may be lost on power failure.
+    Normal,
+    /// Also survives power failure: one fsync per committed batch.
+    Full,
 }
 
 /// Settings for [`Store::open`].

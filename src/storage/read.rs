@@ -55,7 +55,7 @@ impl ReadPool {
             Ok::<_, StoreError>((conn, result))
         })
         .await
-        .map_err(|e| StoreError::Corrupt(format!("a read task failed: {e}")))??;
+        .map_err(|e| StoreError::ReadTask(e.to_string()))??;
         self.idle
             .lock()
             .unwrap_or_else(|e| e.into_inner())

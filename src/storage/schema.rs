@@ -5,8 +5,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
 
-use super::StoreError;
-use crate::cli::Synchronous;
+use super::{StoreError, Synchronous};
 
 /// The top-level `schema.sql`, compiled in so that one binary deploys.
 pub const SCHEMA_SQL: &str = include_str!("../../schema.sql");

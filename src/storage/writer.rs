@@ -605,7 +605,7 @@ fn reap(conn: &Connection, now: i64, budget: usize) -> rusqlite::Result<ReapProg
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::Synchronous;
+    use crate::storage::Synchronous;
 
     const BIN: &str = "b1";
 

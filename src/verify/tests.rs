@@ -1,5 +1,5 @@
 //! Behaviour of `verify` as a whole: input errors, detection, the diagnostics in `detail`, and
-//! that the secret never leaks. The provider vectors are in `tests/vectors.rs`.
+//! that the secret never leaks. The provider vectors are checked in `tests/it/verify_vectors.rs`.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;

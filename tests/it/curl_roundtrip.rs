@@ -5,7 +5,7 @@ use crate::replay_support::{
     Aim, BASH, OneShot, ZSH, noise, roundtrip, run, shells, stored, zsh_available,
 };
 use hookbin::model::HeaderPair;
-use hookbin::render::curl_command;
+use hookbin::render::{CurlError, curl_command};
 
 fn h(name: &str, value: &[u8]) -> HeaderPair {
     HeaderPair::new(name, value.to_vec())
@@ -262,13 +262,20 @@ fn generated_commands_run_nothing_but_curl() {
                 );
                 server.wait().unwrap();
             }
-            // A hostile target and base: quoted like the rest (curl may fail; nothing else runs).
-            let hostile_target = format!("http://127.0.0.1:9/{}", inj.replace([' ', '#', '?'], ""));
-            if let Ok(cmd) = curl_command(&reqs[0], "http://127.0.0.1:9", Some(&hostile_target)) {
+            // A hostile target and base: refused as URLs, or quoted like the rest (curl may
+            // fail; nothing else runs).
+            let hostile_path = format!("http://127.0.0.1:9/{}", inj.replace([' ', '#', '?'], ""));
+            if let Ok(cmd) = curl_command(&reqs[0], "http://127.0.0.1:9", Some(&hostile_path)) {
                 run(shell, &format!("{cmd} --max-time 2"), dir.path());
             }
-            let cmd = curl_command(&reqs[0], &format!("http://127.0.0.1:9{inj}"), None).unwrap();
-            run(shell, &format!("{cmd} --max-time 2"), dir.path());
+            for base in [hostile_path.clone(), format!("http://127.0.0.1:9{inj}")] {
+                match curl_command(&reqs[0], &base, None) {
+                    Ok(cmd) => {
+                        run(shell, &format!("{cmd} --max-time 2"), dir.path());
+                    }
+                    Err(e) => assert!(matches!(e, CurlError::InvalidBase(_)), "{base}: {e}"),
+                }
+            }
 
             let created: Vec<_> = std::fs::read_dir(dir.path())
                 .unwrap()

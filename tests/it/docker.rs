@@ -2,7 +2,7 @@
 //!
 //! The Dockerfile is parsed, not duplicated: its build stage must run exactly the README's build
 //! command, and its runtime stage (user, volume, environment, entrypoint, health check, stop
-//! signal) is replayed here against a real binary: the test build's, or the release binary that
+//! signal) is replayed here against a real binary: the test build's, or the `dist` binary that
 //! `.ci/docker-steps` built with the Dockerfile's own command (`HOOKBIN_IMAGE_BINARY`).
 
 use std::io::{BufReader, Write};
@@ -119,13 +119,19 @@ fn dockerfile_build_stage_runs_the_readme_build_command() {
         commands,
         "the Dockerfile builds with exactly the README's command"
     );
-    assert!(commands[0].contains("--release") && commands[0].contains("--locked"));
+    // The shipped build: the `dist` profile (fat LTO), not the fast `release` one.
+    assert!(commands[0].contains("--profile dist") && commands[0].contains("--locked"));
 
-    // The runtime stage copies what that command produced.
+    // The runtime stage copies what that command produced, and .ci/docker-steps checks that
+    // same binary.
     let workdir = one(&file, 0, "WORKDIR");
     assert_eq!(
         one(&file, 1, "COPY"),
-        format!("--from=build {workdir}/target/release/hookbin /usr/local/bin/hookbin")
+        format!("--from=build {workdir}/target/dist/hookbin /usr/local/bin/hookbin")
+    );
+    assert!(
+        repo_file(".ci/docker-steps").contains("HOOKBIN_IMAGE_BINARY=\"$PWD/target/dist/hookbin\""),
+        ".ci/docker-steps tests another binary than the image's"
     );
     // The Rust image is new enough for the crate.
     let image = one(&file, 0, "FROM");

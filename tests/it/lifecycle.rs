@@ -323,6 +323,50 @@ fn sigterm_finishes_in_flight_captures() {
 }
 
 #[test]
+fn sigterm_ends_event_streams_and_exports_and_exits_0_without_waiting_for_them() {
+    let mut s = Server::start(&[]);
+    let bin = s.create_bin();
+    // More than socket buffers hold: the export below stalls until its reader reads.
+    for i in 0..10 {
+        s.capture(&bin, &vec![b'a' + i; 1 << 20]);
+    }
+    // An open event stream, and an export whose reader reads nothing: both are server tasks.
+    let mut stream = s.connect();
+    stream
+        .write_all(
+            format!("GET /api/bins/{bin}/stream HTTP/1.1\r\nHost: h\r\nLast-Event-ID: 0\r\n\r\n")
+                .as_bytes(),
+        )
+        .unwrap();
+    let mut stream = std::io::BufReader::new(stream);
+    let head = crate::util::read_head(&mut stream).unwrap();
+    assert_eq!(head.status, 200);
+    let mut export = s.connect();
+    export
+        .write_all(
+            format!("GET /api/bins/{bin}/export?format=json HTTP/1.1\r\nHost: h\r\n\r\n")
+                .as_bytes(),
+        )
+        .unwrap();
+    let mut export = std::io::BufReader::new(export);
+    assert_eq!(crate::util::read_head(&mut export).unwrap().status, 200);
+
+    let started = Instant::now();
+    s.send_signal("TERM");
+    // Both responses end (the socket reads to its end) and the process exits 0, long before
+    // the 30 s a busy connection would be granted.
+    let mut rest = Vec::new();
+    stream.read_to_end(&mut rest).expect("the stream ends");
+    export.read_to_end(&mut rest).expect("the export ends");
+    assert!(s.wait_exit().success());
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
 fn request_ids_are_never_reused_even_after_deleting_the_newest_and_restarting() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("ids.db");

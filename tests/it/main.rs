@@ -2,6 +2,7 @@
 //! database and talks HTTP to it (see `util.rs`).
 
 mod api;
+mod architecture;
 mod backup;
 mod browser;
 mod capture;
