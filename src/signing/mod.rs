@@ -7,8 +7,8 @@
 //!   its diagnostics on top);
 //! - `hookbin send` and `hookbin probe` ([`crate::send`]) produce headers with [`Signer`].
 //!
-//! So a rule changed here changes both, and the unit tests below sign with [`Signer`] and check
-//! the result with the verifier for every scheme. Why a module of its own rather than a part of
+//! So a rule changed here changes both; `tests/it/signing.rs` signs with [`Signer`] and checks
+//! the result with the verifier for every scheme and key form. Why a module of its own rather than a part of
 //! `verify`: the signer needs none of the verifier's diagnostics, and the verifier none of the
 //! signer's header assembly; both depend on this, and this depends on neither.
 //!
@@ -243,6 +243,3 @@ pub fn lookalike_secret(secret: &str, mut random: impl FnMut(&mut [u8])) -> Stri
         }
     }
 }
-
-#[cfg(test)]
-mod tests;

@@ -23,6 +23,7 @@ mod providers;
 mod receiver;
 mod replay_support;
 mod send;
+mod signing;
 mod systemd;
 mod ui_browser;
 mod ui_pages;

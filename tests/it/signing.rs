@@ -1,10 +1,10 @@
-//! The signer and the verifier agree: what [`Signer`] produces, [`crate::verify`] accepts, for
-//! every scheme and key form, and rejects once a byte changes. (The provider vectors are
-//! reproduced through the binary in `tests/it/send.rs`.)
+//! The signer and the verifier share their rules (`src/signing`), and agree: what `Signer`
+//! produces, `verify` accepts, for every scheme and key form, and rejects once a byte or the
+//! key changes. (The provider vectors are reproduced through the binary in `send.rs`.)
 
-use super::*;
-use crate::model::{HeaderPair, StoredRequest};
-use crate::verify::{self, Reason, VerifyInput};
+use hookbin::model::{HeaderPair, StoredRequest};
+use hookbin::signing::{Header, Message, Role, Scheme, Signer, id_header, lookalike_secret};
+use hookbin::verify::{self, Reason, VerifyInput};
 
 const NOW: i64 = 1_750_000_000;
 const URL: &str = "https://receiver.example.test/hooks?tenant=7";
@@ -30,9 +30,19 @@ fn stored(headers: &[Header], content_type: &str, body: &[u8]) -> StoredRequest 
             .map(|h| HeaderPair::new(h.name.as_str(), h.value.as_str())),
     );
     StoredRequest {
+        id: "1".into(),
+        bin_id: "0123456789abcdefgh".into(),
+        method: "POST".into(),
+        path: "/r/0123456789abcdefgh".into(),
+        subpath: String::new(),
+        query: String::new(),
         headers: pairs,
+        body: body.to_vec(),
+        body_size: body.len() as u64,
+        body_truncated: false,
+        remote_addr: "127.0.0.1".into(),
+        http_version: "HTTP/1.1".into(),
         received_at: NOW * 1000,
-        ..StoredRequest::sample::<&str>("abc", "", "", &[], body)
     }
 }
 
