@@ -58,7 +58,9 @@ pub async fn deliver(
 ) -> bool {
     let mut waited = Duration::ZERO;
     let mut delays = delivery.schedule.iter();
-    for attempt in 1.. {
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
         let timestamp = match delivery.timestamp {
             Some(first) => first.saturating_add(waited.as_secs() as i64),
             None => clock.now(),
@@ -86,7 +88,6 @@ pub async fn deliver(
         clock.sleep(delay).await;
         waited += delay;
     }
-    unreachable!("the loop returns")
 }
 
 /// A `5xx` or a `429` is worth another try; another status is the receiver's final word.

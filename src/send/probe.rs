@@ -111,8 +111,9 @@ pub async fn probe(
     let scheme = plan.scheme();
     let mut rows = Vec::new();
     let valid_id = fresh_id(scheme, random);
-    for case in CASES {
+    for case in Case::ALL {
         let built = build(case, plan, secret, &valid_id, clock.now(), random);
+        let case = case.name();
         let row = match built {
             Built::NotApplicable(why) => Row {
                 case,
@@ -153,17 +154,45 @@ pub async fn probe(
     }
 }
 
-/// The case names, in the order they run.
-pub const CASES: [&str; 8] = [
-    "valid",
-    "duplicate",
-    "tampered-body",
-    "reserialized-body",
-    "wrong-secret",
-    "missing-signature",
-    "stale-timestamp",
-    "future-timestamp",
-];
+/// The cases, in the order they run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Case {
+    Valid,
+    Duplicate,
+    TamperedBody,
+    ReserializedBody,
+    WrongSecret,
+    MissingSignature,
+    StaleTimestamp,
+    FutureTimestamp,
+}
+
+impl Case {
+    pub const ALL: [Case; 8] = [
+        Case::Valid,
+        Case::Duplicate,
+        Case::TamperedBody,
+        Case::ReserializedBody,
+        Case::WrongSecret,
+        Case::MissingSignature,
+        Case::StaleTimestamp,
+        Case::FutureTimestamp,
+    ];
+
+    /// The name in the table and the JSON, as API.md spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Case::Valid => "valid",
+            Case::Duplicate => "duplicate",
+            Case::TamperedBody => "tampered-body",
+            Case::ReserializedBody => "reserialized-body",
+            Case::WrongSecret => "wrong-secret",
+            Case::MissingSignature => "missing-signature",
+            Case::StaleTimestamp => "stale-timestamp",
+            Case::FutureTimestamp => "future-timestamp",
+        }
+    }
+}
 
 fn judge(expect: Expect, status: Option<u16>) -> Verdict {
     match (expect, status) {
@@ -184,7 +213,7 @@ enum Built {
 }
 
 fn build(
-    case: &str,
+    case: Case,
     plan: &Plan,
     secret: &str,
     valid_id: &str,
@@ -198,22 +227,22 @@ fn build(
         sent,
     };
     let id = match case {
-        "valid" | "duplicate" => valid_id.to_owned(),
+        Case::Valid | Case::Duplicate => valid_id.to_owned(),
         _ => fresh_id(scheme, random),
     };
     let original = || plan.sign(&plan.signer, &id, now, &plan.body);
     match case {
-        "valid" => send(
+        Case::Valid => send(
             plan.signed(&id, now),
             Expect::Accepted,
             with_id(scheme, &id, "a correctly signed request".to_owned()),
         ),
-        "duplicate" => send(
+        Case::Duplicate => send(
             plan.signed(&id, now),
             Expect::Accepted,
             "the valid request again: same id, signed again".to_owned(),
         ),
-        "tampered-body" => match body_not_covered(plan) {
+        Case::TamperedBody => match body_not_covered(plan) {
             Some(why) => Built::NotApplicable(why),
             None => {
                 let (at, from, to, body) = tamper(&plan.body);
@@ -228,7 +257,7 @@ fn build(
                 )
             }
         },
-        "reserialized-body" => match body_not_covered(plan) {
+        Case::ReserializedBody => match body_not_covered(plan) {
             Some(why) => Built::NotApplicable(why),
             None => match reserialize(&plan.body) {
                 Err(why) => Built::NotApplicable(why.to_owned()),
@@ -241,7 +270,7 @@ fn build(
                 ),
             },
         },
-        "wrong-secret" => {
+        Case::WrongSecret => {
             let other = signing::lookalike_secret(secret, |buf| random(buf));
             let signer = match Signer::new(scheme, &other) {
                 Ok(signer) => signer.with_signature_header(&signature_header(plan)),
@@ -253,7 +282,7 @@ fn build(
                 "signed with another secret of the same form".to_owned(),
             )
         }
-        "missing-signature" => {
+        Case::MissingSignature => {
             let (removed, kept): (Vec<_>, Vec<_>) = original()
                 .into_iter()
                 .partition(|h| h.role == Role::Signature);
@@ -264,17 +293,17 @@ fn build(
                 format!("without {}", names.join(" and ")),
             )
         }
-        "stale-timestamp" | "future-timestamp" => {
+        Case::StaleTimestamp | Case::FutureTimestamp => {
             let Some(window) = scheme.replay_window() else {
                 return Built::NotApplicable(format!("{} signs no timestamp", scheme.label()));
             };
-            let (ts, words) = if case == "stale-timestamp" {
+            let (ts, words) = if case == Case::StaleTimestamp {
                 (now - SKEW_SECONDS, "1 hour old")
             } else {
                 (now + SKEW_SECONDS, "1 hour ahead")
             };
             let mut sent = format!("correctly signed, timestamp {words} ({ts})");
-            let expect = if case == "future-timestamp" && window == Window::PastOnly {
+            let expect = if case == Case::FutureTimestamp && window == Window::PastOnly {
                 sent.push_str(
                     "; Stripe's own library accepts future timestamps, so any answer is right",
                 );
@@ -284,7 +313,6 @@ fn build(
             };
             send(plan.signed(&id, ts), expect, sent)
         }
-        other => unreachable!("unknown case {other}"),
     }
 }
 
