@@ -1,23 +1,23 @@
 //! hookbin: a self-hosted webhook inspector.
 //!
-//! Module map:
-//! - [`cli`], [`config`]: flags, then validated settings.
-//! - [`server`]: accept loop and connection handling; [`shutdown`]: the stop signal.
-//! - [`http`]: routing, the JSON API, the event stream; [`capture`]: recording `/r/{bin}`.
-//! - [`pages`]: the server-rendered inspector pages and static assets.
-//! - [`rawhead`]: keeps header order and case, which hyper's `HeaderMap` loses.
-//! - [`storage`]: SQLite (one writer thread with group commit, a read-only pool).
-//! - [`signing`]: every scheme's signing rules (headers, signed bytes, formats, keys), once.
-//! - [`verify`]: webhook signatures checked against captured bytes, by those rules.
-//! - [`reaper`]: deletes expired bins; [`events`]: live notifications; [`metrics`].
-//! - [`forward`]: the `hookbin forward` client (follows a bin, replays to a local server).
-//! - [`send`]: the `hookbin send` and `hookbin probe` clients (signed test requests, receiver
-//!   checks), signing with [`signing`].
-//! - [`render`]: pure renderers of captured requests: copy-as-curl and HAR export.
-//! - [`wire`]: HTTP/1 wire rules (tokens, request targets, dropped headers) for curl and forward.
-//! - [`model`], [`response`], [`ids`], [`clock`]: shared types and small pure helpers.
-//! - [`healthcheck`]: the `hookbin healthcheck` client for container health checks.
-//! - [`client`]: the HTTP/1.1 client of the subcommands (requests written byte-exact, TLS).
+//! Module map, top to bottom (imports only point down; docs/ARCHITECTURE.md has the arrows and
+//! the path of a captured request):
+//! - [`cli`], [`config`]: flags, then validated settings; clap types stop at `config` (and the
+//!   client subcommands, whose flags are their input).
+//! - [`run`] (here): the server's start and graceful stop; [`server`]: the accept loop and the
+//!   connections; [`shutdown`]: the stop signal; [`state`]: what every handler shares,
+//!   including the task tracker every server task runs on.
+//! - [`http`]: routing, the JSON API, the event stream, exports; [`capture`]: recording
+//!   `/r/{bin}`; [`pages`]: the server-rendered inspector pages and static assets.
+//! - [`reaper`]: deletes expired bins; [`metrics`]; [`ratelimit`]: bin creation per address.
+//! - [`storage`]: SQLite (one writer thread with group commit, a read-only pool, the in-memory
+//!   index of live bins); [`events`]: live notifications of committed captures.
+//! - [`forward`], [`healthcheck`], [`send`] (`hookbin send` and `hookbin probe`): the client
+//!   subcommands, over [`client`] (HTTP/1.1 with requests written byte-exact, TLS).
+//! - Pure: [`render`] (copy-as-curl, HAR), [`signing`] (every scheme's signing rules, once: what
+//!   [`verify`] checks captured bytes with and [`send`] signs with), [`response`] (custom
+//!   responses), [`rawhead`] (header order and case, which hyper's `HeaderMap` loses), [`wire`]
+//!   (HTTP/1 rules and [`wire::url::HttpUrl`], the one URL type), [`model`], [`ids`], [`clock`].
 
 pub mod capture;
 pub mod cli;

@@ -27,18 +27,19 @@ pub async fn run(state: Arc<AppState>) {
             _ = interval.tick() => {}
             _ = state.shutdown.triggered() => return,
         }
-        if let Err(e) = reap_all(&state, &mut budget).await {
+        if let Err(e) = reap_all(&state, now_ms(), &mut budget).await {
             tracing::warn!(cause = %e, "reaping failed; retrying at the next interval");
         }
     }
 }
 
-/// Reaps every bin expired now; returns (bins, requests) deleted.
+/// Reaps every bin expired at `now` (unix ms); returns (bins, requests) deleted. `budget` is the
+/// step size in rows, adapted as it goes and kept for the next run.
 pub async fn reap_all(
     state: &AppState,
+    now: i64,
     budget: &mut usize,
 ) -> Result<(u64, u64), crate::storage::StoreError> {
-    let now = now_ms();
     let (mut bins, mut requests) = (0u64, 0u64);
     loop {
         if state.shutdown.is_triggered() {
@@ -76,4 +77,96 @@ pub async fn reap_all(
         tracing::info!(bins, requests, "reaped expired bins");
     }
     Ok((bins, requests))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::Ordering::Relaxed;
+
+    use tokio_util::task::TaskTracker;
+
+    use super::*;
+    use crate::config::Config;
+    use crate::events::EventHub;
+    use crate::model::{Bin, StoredRequest};
+    use crate::ratelimit::BinCreationLimit;
+    use crate::storage::{CaptureOutcome, Store, StoreConfig, Synchronous};
+
+    #[tokio::test]
+    async fn reaps_exactly_the_bins_expired_at_the_given_instant_in_small_steps() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = Config::for_db(dir.path().join("reap.db"));
+        let store_config = StoreConfig {
+            path: config.db.clone(),
+            synchronous: Synchronous::Normal,
+            write_queue: 64,
+            read_connections: 1,
+        };
+        let events = EventHub::new();
+        let (store, writer) = Store::open(&store_config, events.clone(), 0).unwrap();
+        let (_trigger, shutdown) = crate::shutdown::channel();
+        let state = AppState {
+            bin_limit: BinCreationLimit::new(0),
+            config,
+            store,
+            events,
+            metrics: Default::default(),
+            shutdown,
+            open_connections: Default::default(),
+            tasks: TaskTracker::new(),
+        };
+        // (bin, expires_at, requests)
+        let bins = [
+            ("early", 1_000, 5),
+            ("on-time", 2_000, 3),
+            ("later", 3_000, 2),
+        ];
+        for (id, expires_at, requests) in bins {
+            let bin = Bin {
+                id: id.into(),
+                created_at: 0,
+                expires_at,
+                response: None,
+                request_count: 0,
+            };
+            state.store.create_bin(bin, None).await.unwrap();
+            for _ in 0..requests {
+                let request = StoredRequest {
+                    received_at: 1,
+                    ..StoredRequest::sample::<&[u8]>(id, "", "", &[], b"x")
+                };
+                let pending = state.store.try_capture(request, 1000).unwrap();
+                let outcome = pending.outcome().await.unwrap();
+                assert!(
+                    matches!(outcome, CaptureOutcome::Stored { .. }),
+                    "{outcome:?}"
+                );
+            }
+        }
+
+        // Two rows a step: a run takes several steps.
+        let mut budget = 2;
+        assert_eq!(reap_all(&state, 999, &mut budget).await.unwrap(), (0, 0));
+        // Expired means expires_at <= now: "on-time" goes at 2000 exactly, "later" stays.
+        assert_eq!(reap_all(&state, 2_000, &mut budget).await.unwrap(), (2, 8));
+        assert_eq!(state.metrics.bins_reaped.load(Relaxed), 2);
+        assert_eq!(state.metrics.requests_reaped.load(Relaxed), 8);
+        // Gone from memory too (they have not expired at 0), and from the database.
+        for gone in ["early", "on-time"] {
+            assert!(state.store.bin_entry(gone, 0).is_none(), "{gone}");
+            assert_eq!(
+                state.store.last_request_id(gone).await.unwrap(),
+                0,
+                "{gone}"
+            );
+        }
+        let later = state.store.get_bin("later", 2_000).await.unwrap().unwrap();
+        assert_eq!(later.request_count, 2);
+        assert_eq!(reap_all(&state, 2_000, &mut budget).await.unwrap(), (0, 0));
+
+        drop(state);
+        tokio::task::spawn_blocking(move || writer.join())
+            .await
+            .unwrap();
+    }
 }

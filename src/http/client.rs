@@ -38,7 +38,7 @@ pub fn client_ip(config: &Config, peer: SocketAddr, headers: &HeaderMap) -> IpAd
 /// (`X-Forwarded-Proto`/`X-Forwarded-Host` only with `--trust-proxy`), else the listen address.
 pub fn public_base(config: &Config, headers: &HeaderMap) -> String {
     if let Some(url) = &config.public_url {
-        return url.to_string();
+        return url.clone();
     }
     let header = |name: &str| {
         headers
@@ -57,19 +57,20 @@ pub fn public_base(config: &Config, headers: &HeaderMap) -> String {
         }
         host = header("x-forwarded-host").or(host);
     }
-    // The Host header is the client's to write: only a plain host[:port] that makes a valid
-    // URL goes into links.
-    host.filter(|h| is_plain_host(h))
-        .map(|h| format!("{scheme}://{h}"))
-        .filter(|base| HttpUrl::parse(base).is_ok())
-        .unwrap_or_else(|| format!("{scheme}://{}", config.listen))
+    // The Host header is the client's to write: only a plain host[:port] goes into links.
+    match host.filter(|h| is_plain_host(h)) {
+        Some(h) => format!("{scheme}://{h}"),
+        None => format!("{scheme}://{}", config.listen),
+    }
 }
 
+/// Plain characters only, and an authority a URL can hold (so the copy-as-curl base is valid).
 fn is_plain_host(h: &str) -> bool {
     !h.is_empty()
         && h.len() <= 255
         && h.bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"-.:[]_".contains(&b))
+        && HttpUrl::parse(&format!("http://{h}")).is_ok()
 }
 
 #[cfg(test)]
@@ -106,10 +107,8 @@ mod tests {
     #[test]
     fn odd_host_headers_fall_back_to_the_listen_address() {
         let config = Config::for_db("x.db");
-        for host in ["evil.example/<script>", "a:b:c", "h:99999"] {
-            let h = headers(&[("host", host)]);
-            assert_eq!(public_base(&config, &h), "http://127.0.0.1:0", "{host}");
-        }
+        let h = headers(&[("host", "evil.example/<script>")]);
+        assert_eq!(public_base(&config, &h), "http://127.0.0.1:0");
     }
 
     #[test]
@@ -120,5 +119,16 @@ mod tests {
             client_ip(&config, peer, &HeaderMap::new()).to_string(),
             "10.1.2.3"
         );
+    }
+
+    #[test]
+    fn hosts_that_make_no_valid_url_fall_back_to_the_listen_address() {
+        let config = Config::for_db("x.db");
+        for host in ["a:b:c", "h:99999", "[zz]", "h:0"] {
+            let h = headers(&[("host", host)]);
+            assert_eq!(public_base(&config, &h), "http://127.0.0.1:0", "{host}");
+        }
+        let h = headers(&[("host", "[::1]:8080")]);
+        assert_eq!(public_base(&config, &h), "http://[::1]:8080");
     }
 }

@@ -207,6 +207,7 @@ impl Drop for Browser {
             let _ = input.write_all(&bytes);
             let _ = input.flush();
         }
+        // Cleanup only: give Chromium a bounded moment to exit on its own, asking as it goes.
         let deadline = Instant::now() + Duration::from_secs(5);
         while Instant::now() < deadline {
             if let Ok(Some(_)) = child.try_wait() {
@@ -311,6 +312,7 @@ impl Page<'_> {
                     self.problems().join("\n")
                 );
             }
+            // The page announces no event for an arbitrary expression: ask again soon.
             std::thread::sleep(Duration::from_millis(40));
         }
     }

@@ -4,6 +4,7 @@
 use crate::replay_support::{
     Aim, BASH, OneShot, ZSH, noise, roundtrip, run, shells, stored, zsh_available,
 };
+use crate::util::Hangup;
 use hookbin::model::HeaderPair;
 use hookbin::render::{CurlError, curl_command};
 
@@ -217,6 +218,8 @@ fn generated_commands_run_nothing_but_curl() {
     if zsh_available() {
         shells_to_try.extend([ZSH, &["zsh", "-o", "rcquotes"] as &[&str]]);
     }
+    let nowhere = Hangup::start();
+    let origin = nowhere.url("");
     for inj in INJECTIONS {
         let b = inj.as_bytes();
         let mut non_utf8 = b.to_vec();
@@ -262,13 +265,13 @@ fn generated_commands_run_nothing_but_curl() {
                 );
                 server.wait().unwrap();
             }
-            // A hostile target and base: refused as URLs, or quoted like the rest (curl may
-            // fail; nothing else runs).
-            let hostile_path = format!("http://127.0.0.1:9/{}", inj.replace([' ', '#', '?'], ""));
-            if let Ok(cmd) = curl_command(&reqs[0], "http://127.0.0.1:9", Some(&hostile_path)) {
+            // A hostile target and base: refused as URLs, or quoted like the rest (curl gets
+            // no answer from `nowhere`; nothing else runs).
+            let hostile_path = format!("{origin}/{}", inj.replace([' ', '#', '?'], ""));
+            if let Ok(cmd) = curl_command(&reqs[0], &origin, Some(&hostile_path)) {
                 run(shell, &format!("{cmd} --max-time 2"), dir.path());
             }
-            for base in [hostile_path.clone(), format!("http://127.0.0.1:9{inj}")] {
+            for base in [hostile_path.clone(), format!("{origin}{inj}")] {
                 match curl_command(&reqs[0], &base, None) {
                     Ok(cmd) => {
                         run(shell, &format!("{cmd} --max-time 2"), dir.path());

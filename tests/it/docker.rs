@@ -11,10 +11,8 @@ use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
-use crate::util::{PATIENCE, append_lines, read_response};
+use crate::util::{Log, PATIENCE, read_response, wait_exit};
 
 fn repo_file(name: &str) -> String {
     std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(name))
@@ -202,7 +200,7 @@ fn entry_argv(file: &[Instruction]) -> Vec<String> {
 /// A process of the emulated container; killed on drop.
 struct Contained {
     child: Option<Child>,
-    log: Arc<Mutex<String>>,
+    log: Log,
 }
 
 impl Drop for Contained {
@@ -212,7 +210,7 @@ impl Drop for Contained {
             let _ = child.wait();
         }
         if std::thread::panicking() {
-            eprintln!("--- container log ---\n{}", self.log.lock().unwrap());
+            eprintln!("--- container log ---\n{}", self.log.text());
         }
     }
 }
@@ -316,28 +314,22 @@ fn image_runtime_runs_as_its_user_with_env_config_health_check_and_stop_signal()
         .stderr(Stdio::piped())
         .spawn()
         .expect("start the entrypoint");
-    let log = Arc::new(Mutex::new(String::new()));
-    append_lines(child.stderr.take().unwrap(), &log);
-    append_lines(child.stdout.take().unwrap(), &log);
+    let log = Log::default();
+    log.follow(child.stderr.take().unwrap());
+    log.follow(child.stdout.take().unwrap());
     let pid = child.id();
     let mut server = Contained {
         child: Some(child),
         log: log.clone(),
     };
-    let deadline = Instant::now() + PATIENCE;
-    let port: u16 = loop {
-        let text = log.lock().unwrap().clone();
-        if let Some(i) = text.find("listening on http://0.0.0.0:") {
-            let rest = &text[i + "listening on http://0.0.0.0:".len()..];
-            let end = rest.find(|c: char| !c.is_ascii_digit()).unwrap();
-            break rest[..end].parse().unwrap();
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no 'listening on http://0.0.0.0:' line: HOOKBIN_LISTEN not applied?\n{text}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    const LISTENING: &str = "listening on http://0.0.0.0:";
+    let text = log
+        .wait_until(|text| text.contains(LISTENING))
+        .unwrap_or_else(|e| panic!("no '{LISTENING}' line: HOOKBIN_LISTEN not applied? {e}"));
+    let rest = &text[text.find(LISTENING).unwrap() + LISTENING.len()..];
+    let port: u16 = rest[..rest.find(|c: char| !c.is_ascii_digit()).unwrap()]
+        .parse()
+        .unwrap();
     if as_root {
         assert_eq!(uid_of(pid), user.0, "runs as the image's USER");
     } else {
@@ -385,14 +377,7 @@ fn image_runtime_runs_as_its_user_with_env_config_health_check_and_stop_signal()
         .success();
     assert!(ok);
     let mut child = server.child.take().unwrap();
-    let deadline = Instant::now() + PATIENCE;
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(Instant::now() < deadline, "did not stop on SIG{signal}");
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = wait_exit(&mut child, &[&log]);
     assert!(status.success(), "exit status after SIG{signal}: {status}");
     assert_eq!(health(&container).status.code(), Some(1));
     // The capture is in the database on the volume.

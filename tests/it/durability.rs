@@ -1,19 +1,59 @@
 //! Nothing acknowledged is lost: `kill -9` and SIGTERM in the middle of concurrent captures.
 
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Condvar, Mutex};
+use std::time::Instant;
 
-use crate::util::{Server, b64};
+use crate::util::{PATIENCE, Server, b64};
 
 /// A request id with the body that was acknowledged for it.
 type Acked = Vec<(String, Vec<u8>)>;
+
+/// How many captures were acknowledged, and how many capture threads still run; a waiter wakes
+/// on each change.
+struct Progress {
+    state: Mutex<(usize, usize)>,
+    changed: Condvar,
+}
+
+impl Progress {
+    /// For `threads` capture threads about to start.
+    fn new(threads: usize) -> Progress {
+        Progress {
+            state: Mutex::new((0, threads)),
+            changed: Condvar::new(),
+        }
+    }
+
+    fn update(&self, f: impl FnOnce(&mut (usize, usize))) {
+        f(&mut self.state.lock().unwrap());
+        self.changed.notify_all();
+    }
+
+    /// Waits until `n` captures were acknowledged; fails when the capture threads all stopped
+    /// first or after [`PATIENCE`].
+    fn wait_for(&self, n: usize) {
+        let deadline = Instant::now() + PATIENCE;
+        let mut state = self.state.lock().unwrap();
+        while state.0 < n {
+            assert!(state.1 > 0, "captures stopped early, after {}", state.0);
+            let left = deadline.saturating_duration_since(Instant::now());
+            assert!(
+                !left.is_zero(),
+                "only {} of {n} captures in {PATIENCE:?}",
+                state.0
+            );
+            state = self.changed.wait_timeout(state, left).unwrap().0;
+        }
+    }
+}
 
 /// Captures from `threads` connections until `stop`; returns every (id, body) answered 2xx.
 fn capture_until_stopped(
     addr: std::net::SocketAddr,
     bin: &str,
     threads: usize,
-    acked: &AtomicUsize,
+    progress: &Progress,
     stop: &AtomicBool,
 ) -> Acked {
     let results = Mutex::new(Vec::new());
@@ -21,6 +61,14 @@ fn capture_until_stopped(
         for t in 0..threads {
             let results = &results;
             scope.spawn(move || {
+                // Counted down however the thread ends.
+                struct Running<'a>(&'a Progress);
+                impl Drop for Running<'_> {
+                    fn drop(&mut self) {
+                        self.0.update(|p| p.1 -= 1);
+                    }
+                }
+                let _running = Running(progress);
                 let mut i = 0;
                 while !stop.load(Ordering::SeqCst) {
                     i += 1;
@@ -44,7 +92,7 @@ fn capture_until_stopped(
                     if (200..300).contains(&res.status) {
                         let id = res.header("x-request-id").unwrap().to_owned();
                         results.lock().unwrap().push((id, body));
-                        acked.fetch_add(1, Ordering::SeqCst);
+                        progress.update(|p| p.0 += 1);
                     }
                 }
             });
@@ -90,17 +138,15 @@ fn stop_mid_capture(
 ) -> (String, Acked, Option<i32>) {
     let mut s = Server::start_on(db, &["--max-requests-per-bin", "1000000"]);
     let bin = bin.map_or_else(|| s.create_bin(), str::to_owned);
-    let acked = AtomicUsize::new(0);
+    let threads = 16;
+    let progress = Progress::new(threads);
     let stop = AtomicBool::new(false);
     let mut status = None;
     let results = std::thread::scope(|scope| {
         let addr = s.addr;
-        let (bin, acked, stop) = (&bin, &acked, &stop);
-        let worker = scope.spawn(move || capture_until_stopped(addr, bin, 16, acked, stop));
-        while acked.load(Ordering::SeqCst) < after {
-            assert!(!worker.is_finished(), "captures stopped early");
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
+        let (bin, progress, stop) = (&bin, &progress, &stop);
+        let worker = scope.spawn(move || capture_until_stopped(addr, bin, threads, progress, stop));
+        progress.wait_for(after);
         // Requests are in flight right now; the signal lands in the middle of them.
         status = Some(s.signal(signal));
         stop.store(true, Ordering::SeqCst);

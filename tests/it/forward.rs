@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use serde_json::Value;
@@ -16,13 +16,13 @@ use crate::replay_support::{
     Captured, Framing, RawRequest, Receiver, exact_headers, framed, raw_request, replayed_headers,
     show_headers,
 };
-use crate::util::{PATIENCE, Server, append_lines, b64};
+use crate::util::{Hangup, Log, Server, b64, closed_port, wait_exit};
 
 /// A running `hookbin forward`. Killed on drop; its output is printed if the test panicked.
 struct Forward {
     child: Option<Child>,
-    stdout: Arc<Mutex<String>>,
-    stderr: Arc<Mutex<String>>,
+    stdout: Log,
+    stderr: Log,
 }
 
 impl Forward {
@@ -42,10 +42,9 @@ impl Forward {
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn hookbin forward");
-        let stdout = Arc::new(Mutex::new(String::new()));
-        let stderr = Arc::new(Mutex::new(String::new()));
-        append_lines(child.stdout.take().unwrap(), &stdout);
-        append_lines(child.stderr.take().unwrap(), &stderr);
+        let (stdout, stderr) = (Log::default(), Log::default());
+        stdout.follow(child.stdout.take().unwrap());
+        stderr.follow(child.stderr.take().unwrap());
         Forward {
             child: Some(child),
             stdout,
@@ -54,46 +53,23 @@ impl Forward {
     }
 
     fn stdout_lines(&self) -> Vec<String> {
-        self.stdout
-            .lock()
-            .unwrap()
-            .lines()
-            .map(str::to_owned)
-            .collect()
+        self.stdout.text().lines().map(str::to_owned).collect()
     }
 
     fn stderr(&self) -> String {
-        self.stderr.lock().unwrap().clone()
-    }
-
-    fn wait_until(&mut self, what: &str, mut check: impl FnMut(&Forward) -> bool) {
-        let deadline = Instant::now() + PATIENCE;
-        while !check(self) {
-            if let Some(status) = self.child.as_mut().unwrap().try_wait().unwrap() {
-                std::thread::sleep(Duration::from_millis(100));
-                panic!(
-                    "forward exited with {status} waiting for {what}\n{}",
-                    self.output()
-                );
-            }
-            assert!(
-                Instant::now() < deadline,
-                "timed out waiting for {what}\n{}",
-                self.output()
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        self.stderr.text()
     }
 
     fn wait_for_stderr(&mut self, needle: &str) {
-        let needle = needle.to_owned();
-        self.wait_until(&needle.clone(), |f| f.stderr().contains(&needle));
+        if let Err(e) = self.stderr.wait_until(|text| text.contains(needle)) {
+            panic!("waiting for {needle:?}: {e}\n{}", self.output());
+        }
     }
 
     fn wait_for_lines(&mut self, n: usize) {
-        self.wait_until(&format!("{n} output lines"), |f| {
-            f.stdout_lines().len() >= n
-        });
+        if let Err(e) = self.stdout.wait_until(|text| text.lines().count() >= n) {
+            panic!("waiting for {n} output lines: {e}\n{}", self.output());
+        }
     }
 
     fn signal(&self, sig: &str) {
@@ -107,24 +83,16 @@ impl Forward {
         assert!(ok);
     }
 
+    /// Waits for it to exit; its output is complete then.
     fn wait_exit(&mut self) -> ExitStatus {
         let mut child = self.child.take().unwrap();
-        let deadline = Instant::now() + PATIENCE;
-        loop {
-            if let Some(status) = child.try_wait().unwrap() {
-                // Let the reader threads collect the last lines.
-                std::thread::sleep(Duration::from_millis(100));
-                return status;
-            }
-            assert!(Instant::now() < deadline, "forward did not exit");
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        wait_exit(&mut child, &[&self.stdout, &self.stderr])
     }
 
     fn output(&self) -> String {
         format!(
             "--- forward stdout ---\n{}--- forward stderr ---\n{}",
-            self.stdout.lock().unwrap(),
+            self.stdout.text(),
             self.stderr()
         )
     }
@@ -418,11 +386,13 @@ fn forward_keeps_order_under_a_burst() {
     receiver.assert_quiet(Duration::from_millis(300));
 }
 
-/// A TCP proxy between `forward` and the server that can cut every connection and refuse new
-/// ones, so the stream drops while captures go on directly.
+/// A TCP proxy in front of a server (or a local handler) that can cut every connection and
+/// turn new ones away (accepted, then closed at once), and be pointed at another upstream: so a
+/// stream drops while captures go on directly, and a restarted server needs no fixed port.
 struct Proxy {
     addr: SocketAddr,
     up: Arc<AtomicBool>,
+    upstream: Arc<Mutex<SocketAddr>>,
     open: Arc<Mutex<Vec<TcpStream>>>,
 }
 
@@ -431,8 +401,9 @@ impl Proxy {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let up = Arc::new(AtomicBool::new(true));
+        let upstream = Arc::new(Mutex::new(upstream));
         let open = Arc::new(Mutex::new(Vec::new()));
-        let (up2, open2) = (up.clone(), open.clone());
+        let (up2, upstream2, open2) = (up.clone(), upstream.clone(), open.clone());
         std::thread::spawn(move || {
             for client in listener.incoming() {
                 let Ok(client) = client else { return };
@@ -440,7 +411,8 @@ impl Proxy {
                     drop(client);
                     continue;
                 }
-                let Ok(server) = TcpStream::connect(upstream) else {
+                let to = *upstream2.lock().unwrap();
+                let Ok(server) = TcpStream::connect(to) else {
                     continue;
                 };
                 let mut open = open2.lock().unwrap();
@@ -457,7 +429,17 @@ impl Proxy {
                 }
             }
         });
-        Proxy { addr, up, open }
+        Proxy {
+            addr,
+            up,
+            upstream,
+            open,
+        }
+    }
+
+    /// New connections go to `upstream` from now on.
+    fn point_at(&self, upstream: SocketAddr) {
+        *self.upstream.lock().unwrap() = upstream;
     }
 
     /// Closes every proxied connection and refuses new ones until [`Proxy::restore`].
@@ -518,15 +500,22 @@ fn forward_resumes_after_the_server_restarts_on_the_same_database() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("hookbin.db");
     let mut s = Server::start_on(&db, &[]);
-    let addr = s.addr;
     let bin = s.create_bin();
+    // Forward reaches the server through a proxy, so the restarted server can take any free
+    // port: the old one may be someone else's by then.
+    let proxy = Proxy::start(s.addr);
     let receiver = Receiver::start();
-    let mut forward = Forward::start(&s.url(&format!("/r/{bin}")), &receiver.url(""), &[]);
+    let mut forward = Forward::start(
+        &format!("http://{}/r/{bin}", proxy.addr),
+        &receiver.url(""),
+        &[],
+    );
     s.capture(&bin, b"one");
     assert_eq!(receiver.next().body, b"one");
 
     s.signal("KILL");
-    let s = Server::start_at(&db, addr, &[]);
+    let s = Server::start_on(&db, &[]);
+    proxy.point_at(s.addr);
     // Right after the restart, before forward's backoff lets it reconnect (or not: either way
     // each arrives exactly once).
     for body in ["two", "three", "four"] {
@@ -571,11 +560,10 @@ fn once_replays_the_latest_request_and_exits() {
 #[test]
 fn unknown_bins_and_bad_urls_fail_clearly() {
     let s = Server::start(&[]);
-    let gone = forward_output(&[
-        &s.url("/r/0000000000000000000a"),
-        "--to",
-        "http://127.0.0.1:9/",
-    ]);
+    // Never replayed to: any address that answers nothing will do.
+    let nowhere = Hangup::start();
+    let to = nowhere.url("/");
+    let gone = forward_output(&[&s.url("/r/0000000000000000000a"), "--to", &to]);
     assert_eq!(gone.status.code(), Some(1));
     let err = String::from_utf8_lossy(&gone.stderr);
     assert!(err.contains("no such bin"), "{err}");
@@ -590,7 +578,7 @@ fn unknown_bins_and_bad_urls_fail_clearly() {
             "invalid --to",
         ),
         (
-            vec!["http://h/nothing", "--to", "http://127.0.0.1:9/"],
+            vec!["http://h/nothing", "--to", to.as_str()],
             "invalid BIN_URL",
         ),
     ] {
@@ -601,16 +589,13 @@ fn unknown_bins_and_bad_urls_fail_clearly() {
         assert_eq!(err.lines().count(), 1, "{err}");
     }
 
-    let unreachable = forward_output(&[
-        "http://127.0.0.1:9/r/0000000000000000000a",
-        "--to",
-        "http://127.0.0.1:9/",
-    ]);
+    // A "server" that hangs up on every connection.
+    let unreachable = forward_output(&[&nowhere.url("/r/0000000000000000000a"), "--to", &to]);
     assert_eq!(unreachable.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&unreachable.stderr).contains("cannot reach"));
 
     // Deleting the bin while forward follows it ends forward.
-    let mut forward = Forward::start(&url, "http://127.0.0.1:9/", &[]);
+    let mut forward = Forward::start(&url, &to, &[]);
     assert_eq!(s.delete(&format!("/api/bins/{bin}")).status, 204);
     assert_eq!(forward.wait_exit().code(), Some(1));
     assert!(
@@ -624,26 +609,23 @@ fn unknown_bins_and_bad_urls_fail_clearly() {
 fn local_errors_are_reported_and_forwarding_goes_on() {
     let s = Server::start(&[]);
     let bin = s.create_bin();
-    // A port nobody listens on (for now).
-    let free = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
+    // The local handler sits behind a proxy that first turns every connection away.
+    let receiver = Receiver::start_on("127.0.0.1:0".parse().unwrap(), 503).unwrap();
+    let local = Proxy::start(receiver.addr);
+    local.cut();
     let mut forward = Forward::start(
         &s.url(&format!("/r/{bin}")),
-        &format!("http://{free}/hook"),
+        &format!("http://{}/hook", local.addr),
         &[],
     );
     s.capture(&bin, b"lost");
     forward.wait_for_lines(1);
     let line = &forward.stdout_lines()[0];
-    assert!(
-        line.contains("POST /hook  -> error: cannot connect"),
-        "{line}"
-    );
+    // Reset or closed, depending on whether the request was in the socket when it closed.
+    assert!(line.contains("POST /hook  -> error: "), "{line}");
 
-    // The handler comes back (on the same port) and gets the next one.
-    let receiver = Receiver::start_on(free, 503).expect("rebind the freed port");
+    // The handler comes back and gets the next one.
+    local.restore();
     s.capture(&bin, b"kept");
     assert_eq!(receiver.next().body, b"kept");
     forward.wait_for_lines(2);
@@ -651,11 +633,32 @@ fn local_errors_are_reported_and_forwarding_goes_on() {
 }
 
 #[test]
+fn a_local_server_that_is_down_is_a_cannot_connect_line_and_exit_1_with_once() {
+    let s = Server::start(&[]);
+    let bin = s.create_bin();
+    s.capture(&bin, b"lost");
+    let out = forward_output(&[
+        &s.url(&format!("/r/{bin}")),
+        "--to",
+        &format!("http://{}/hook", closed_port()),
+        "--once",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("POST /hook  -> error: cannot connect to 127.0.0.1:"),
+        "{stdout}"
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("the replay failed"));
+}
+
+#[test]
 fn ctrl_c_and_sigterm_stop_forward_cleanly() {
     let s = Server::start(&[]);
     let bin = s.create_bin();
+    let nowhere = Hangup::start();
     for sig in ["INT", "TERM"] {
-        let mut forward = Forward::start(&s.url(&format!("/r/{bin}")), "http://127.0.0.1:9/", &[]);
+        let mut forward = Forward::start(&s.url(&format!("/r/{bin}")), &nowhere.url("/"), &[]);
         forward.signal(sig);
         let status = forward.wait_exit();
         assert!(status.success(), "SIG{sig}: {status}");

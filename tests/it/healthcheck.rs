@@ -4,7 +4,7 @@ use std::net::TcpListener;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use crate::util::Server;
+use crate::util::{Server, closed_port};
 
 fn hookbin(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_hookbin"));
@@ -48,8 +48,14 @@ fn healthcheck_exits_0_when_healthz_answers_200_and_1_otherwise() {
     assert!(started.elapsed() < Duration::from_secs(5));
 
     // Nothing listening: exit 1, naming the reason.
-    drop(s);
-    let out = hookbin(&["healthcheck", "--url", &url], &[]);
+    let out = hookbin(
+        &[
+            "healthcheck",
+            "--url",
+            &format!("http://{}/healthz", closed_port()),
+        ],
+        &[],
+    );
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot connect"));
 

@@ -110,15 +110,15 @@ fn environment_variables_configure_and_flags_win() {
 }
 
 #[test]
-fn reaper_deletes_expired_bins_and_they_404_before_that() {
-    // A long reap interval first: expiry alone must already make the bin answer 404.
+fn expired_bins_answer_404_before_the_reaper_runs() {
+    // A long reap interval: expiry alone must make the bin answer 404. (The one wait on the
+    // wall clock here is the 1 s TTL itself.)
     let s = Server::start(&["--reap-interval", "1h"]);
     let bin = s.create_bin_with(r#"{"ttl_seconds": 1}"#)["id"]
         .as_str()
         .unwrap()
         .to_owned();
     let keep = s.create_bin();
-    s.capture(&bin, b"x");
     s.eventually("the bin expires", || {
         s.get(&format!("/api/bins/{bin}")).status == 404
     });
@@ -127,48 +127,46 @@ fn reaper_deletes_expired_bins_and_they_404_before_that() {
     s.get(&format!("/api/bins/{bin}/requests"))
         .assert_error(404, "bin_not_found");
     assert_eq!(s.get(&format!("/api/bins/{keep}")).status, 200);
-    drop(s);
+}
 
-    let s = Server::start(&["--reap-interval", "100ms"]);
-    let bin = s.create_bin_with(r#"{"ttl_seconds": 1}"#)["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+#[test]
+fn the_reaper_deletes_expired_bins_with_their_requests() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("reap.db");
+    let mut s = Server::start_on(&db, &[]);
+    let doomed = s.create_bin();
     let keep = s.create_bin();
     for _ in 0..50 {
-        s.capture(&bin, b"doomed");
+        s.capture(&doomed, b"doomed");
     }
     s.capture(&keep, b"kept");
-    let db = rusqlite::Connection::open(&s.db).unwrap();
-    s.eventually("the reaper removes the bin and its rows", || {
-        let bins: i64 = db
-            .query_row("SELECT count(*) FROM bins WHERE id = ?1", [&bin], |r| {
-                r.get(0)
-            })
-            .unwrap();
-        let rows: i64 = db
-            .query_row(
-                "SELECT count(*) FROM bin_requests WHERE bin_id = ?1",
-                [&bin],
-                |r| r.get(0),
-            )
-            .unwrap();
-        bins == 0 && rows == 0
-    });
-    let kept: i64 = db
-        .query_row(
-            "SELECT count(*) FROM bin_requests WHERE bin_id = ?1",
-            [&keep],
-            |r| r.get(0),
-        )
+    s.stop();
+    // Expired while the server was down: no race between a short TTL and the captures.
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let count = |sql: &str, bin: &str| -> i64 { conn.query_row(sql, [bin], |r| r.get(0)).unwrap() };
+    conn.execute("UPDATE bins SET expires_at = 1 WHERE id = ?1", [&doomed])
         .unwrap();
-    assert_eq!(kept, 1);
-    // The step's metrics are counted just after its transaction commits.
-    s.eventually("the metrics count the reaped bin and rows", || {
-        let metrics = s.get("/metrics").text();
-        metrics.contains("hookbin_bins_reaped_total 1\n")
-            && metrics.contains("hookbin_requests_reaped_total 50\n")
-    });
+
+    let s = Server::start_on(&db, &["--reap-interval", "100ms"]);
+    // Logged once the whole run is done; the metrics are counted per step before that.
+    s.wait_for_log("reaped expired bins");
+    assert_eq!(count("SELECT count(*) FROM bins WHERE id = ?1", &doomed), 0);
+    let rows = "SELECT count(*) FROM bin_requests WHERE bin_id = ?1";
+    assert_eq!(count(rows, &doomed), 0);
+    assert_eq!(count(rows, &keep), 1);
+    let metrics = s.get("/metrics").text();
+    assert!(
+        metrics.contains("hookbin_bins_reaped_total 1\n"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("hookbin_requests_reaped_total 50\n"),
+        "{metrics}"
+    );
+    assert_eq!(
+        s.get(&format!("/api/bins/{keep}")).json()["request_count"],
+        1
+    );
 }
 
 #[test]
@@ -304,17 +302,24 @@ fn sigterm_finishes_in_flight_captures() {
     let db = dir.path().join("term.db");
     let mut s = Server::start_on(&db, &[]);
     let bin = s.create_bin();
-    // A capture whose body is still arriving when SIGTERM comes.
+    // A capture whose body is still arriving when SIGTERM comes. `100 Continue` says the
+    // capture is reading the body.
     let mut conn = s.connect();
     conn.write_all(
-        format!("POST /r/{bin} HTTP/1.1\r\nHost: h\r\nContent-Length: 10\r\n\r\nhello").as_bytes(),
+        format!(
+            "POST /r/{bin} HTTP/1.1\r\nHost: h\r\nContent-Length: 10\r\n\
+             Expect: 100-continue\r\n\r\n"
+        )
+        .as_bytes(),
     )
     .unwrap();
-    std::thread::sleep(Duration::from_millis(200));
+    let mut answer = std::io::BufReader::new(conn.try_clone().unwrap());
+    assert_eq!(crate::util::read_head(&mut answer).unwrap().status, 100);
+    conn.write_all(b"hello").unwrap();
     s.send_signal("TERM");
-    std::thread::sleep(Duration::from_millis(200));
+    s.wait_for_log("shutting down");
     conn.write_all(b"world").unwrap();
-    let res = crate::util::read_response(&mut std::io::BufReader::new(conn)).unwrap();
+    let res = crate::util::read_response(&mut answer).unwrap();
     assert_eq!(res.status, 200, "{}", res.text());
     let id = res.header("x-request-id").unwrap().to_owned();
     assert!(s.wait_exit().success());

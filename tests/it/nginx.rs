@@ -53,6 +53,8 @@ impl Nginx {
             let port = 20_000 + (random() % 12_000) as u16;
             let addr: SocketAddr = ([127, 0, 0, 1], port).into();
             write_config(dir.path(), addr, s.addr);
+            let pid_file = dir.path().join("nginx.pid");
+            let _ = std::fs::remove_file(&pid_file);
             let stderr = std::fs::File::create(dir.path().join("stderr.log")).unwrap();
             let mut child = Command::new(&binary)
                 .arg("-p")
@@ -76,28 +78,24 @@ impl Nginx {
                     }
                     panic!("nginx exited with {status}:\n{last_error}");
                 }
-                if TcpStream::connect(addr).is_ok() {
-                    // Something listens there, but it is ours only if it is nginx, and nginx
-                    // keeps running (a failed bind retries for a while, then exits).
-                    std::thread::sleep(Duration::from_millis(50));
-                    if let Some(server) = server_header(addr)
-                        && server.starts_with("nginx")
-                        && matches!(child.try_wait(), Ok(None))
-                    {
-                        return Some(Nginx {
-                            addr,
-                            child: Some(child),
-                            dir,
-                        });
-                    }
-                    stop(&mut child);
-                    last_error = format!("{addr} was answered by something else than our nginx");
-                    break;
+                // nginx writes its pid file once its listening socket is bound (a failed bind
+                // retries for a while, then exits without one): then the port is ours.
+                let ours = std::fs::read_to_string(&pid_file)
+                    .is_ok_and(|pid| pid.trim() == child.id().to_string());
+                if ours {
+                    let server = server_header(addr).unwrap_or_default();
+                    assert!(server.starts_with("nginx"), "{addr} answers as {server:?}");
+                    return Some(Nginx {
+                        addr,
+                        child: Some(child),
+                        dir,
+                    });
                 }
                 if Instant::now() > deadline {
                     stop(&mut child);
                     panic!("nginx did not start listening on {addr}");
                 }
+                // nginx announces readiness nowhere else than in that file: look again soon.
                 std::thread::sleep(Duration::from_millis(20));
             }
         }
@@ -150,6 +148,7 @@ fn stop(master: &mut Child) {
         .arg("-TERM")
         .arg(master.id().to_string())
         .status();
+    // nginx writes to files, not pipes, so its exit is seen by asking for it; within a bound.
     let deadline = Instant::now() + Duration::from_secs(10);
     while matches!(master.try_wait(), Ok(None)) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(10));
@@ -346,8 +345,9 @@ fn nginx_passes_captures_byte_exact_with_the_client_address() {
     .unwrap();
     let mut reader = BufReader::new(conn.try_clone().unwrap());
     assert_eq!(read_head(&mut reader).unwrap().status, 100);
+    // Two writes, two segments (no Nagle); how nginx's reads split them does not matter here.
+    conn.set_nodelay(true).unwrap();
     conn.write_all(b"5;ext=1\r\n\x00\x01\r\n\xff\r\n").unwrap();
-    std::thread::sleep(Duration::from_millis(200));
     conn.write_all(b"3\r\nend\r\n0\r\nX-Trailer: t\r\n\r\n")
         .unwrap();
     let res = read_response(&mut reader).unwrap();

@@ -15,8 +15,7 @@ use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use hookbin::model::{HeaderPair, StoredRequest};
 use hookbin::render::curl_command;
@@ -50,36 +49,34 @@ const IO_TIMEOUT: Duration = Duration::from_secs(20);
 /// A listener on 127.0.0.1:0 that accepts exactly one connection in a thread.
 pub struct OneShot {
     pub url: String,
-    handle: JoinHandle<io::Result<Captured>>,
+    result: mpsc::Receiver<io::Result<Captured>>,
 }
 
 impl OneShot {
     pub fn start() -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
         let url = format!("http://{}", listener.local_addr().unwrap());
-        let handle = std::thread::spawn(move || serve_one(listener));
-        Self { url, handle }
+        let (tx, result) = mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(serve_one(listener));
+        });
+        Self { url, result }
     }
 
+    /// What arrived; an error when nothing did within `IO_TIMEOUT` (a command that never
+    /// connects leaves the thread blocked in accept, which ends with the test process).
     pub fn wait(self) -> io::Result<Captured> {
-        self.handle.join().expect("listener thread panicked")
+        self.result.recv_timeout(IO_TIMEOUT).unwrap_or_else(|_| {
+            Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "no complete request arrived",
+            ))
+        })
     }
 }
 
 fn serve_one(listener: TcpListener) -> io::Result<Captured> {
-    // Non-blocking accept with a deadline, so a command that never connects cannot hang a test.
-    listener.set_nonblocking(true)?;
-    let deadline = Instant::now() + IO_TIMEOUT;
-    let stream = loop {
-        match listener.accept() {
-            Ok((s, _)) => break s,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock && Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            Err(e) => return Err(e),
-        }
-    };
-    stream.set_nonblocking(false)?;
+    let (stream, _) = listener.accept()?;
     stream.set_read_timeout(Some(IO_TIMEOUT))?;
     let mut conn = Conn {
         stream,
@@ -461,17 +458,19 @@ impl Receiver {
     pub fn start_on(addr: SocketAddr, status: u16) -> io::Result<Receiver> {
         let listener = TcpListener::bind(addr)?;
         let addr = listener.local_addr()?;
-        listener.set_nonblocking(true)?;
         let (tx, rx) = mpsc::channel();
         let stop = Arc::new(AtomicBool::new(false));
         let stopped = stop.clone();
         std::thread::spawn(move || {
-            while !stopped.load(Ordering::Relaxed) {
-                match listener.accept() {
-                    Ok((stream, _)) => {
+            // Blocks in accept; Drop sets `stop` and connects once to wake it.
+            for stream in listener.incoming() {
+                if stopped.load(Ordering::SeqCst) {
+                    return;
+                }
+                match stream {
+                    Ok(stream) => {
                         let tx = tx.clone();
                         std::thread::spawn(move || {
-                            let _ = stream.set_nonblocking(false);
                             if let Ok((captured, mut stream)) = read_one(stream) {
                                 // Record before answering: once forward has its status it sends
                                 // the next request, whose thread must not overtake this one.
@@ -482,9 +481,6 @@ impl Receiver {
                                 );
                             }
                         });
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                        std::thread::sleep(Duration::from_millis(2));
                     }
                     Err(_) => return,
                 }
@@ -518,7 +514,8 @@ impl Receiver {
 
 impl Drop for Receiver {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = TcpStream::connect(self.addr);
     }
 }
 

@@ -4,10 +4,11 @@
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -20,7 +21,7 @@ pub struct Server {
     pub addr: SocketAddr,
     pub db: PathBuf,
     child: Option<Child>,
-    log: Arc<Mutex<String>>,
+    log: Log,
     _dir: Option<tempfile::TempDir>,
 }
 
@@ -43,24 +44,9 @@ impl Server {
     /// Starts with extra environment variables (an empty value removes the variable, e.g.
     /// `RUST_LOG` for the default level); `Err(log)` if it exits or never listens.
     pub fn try_start(db: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<Server, String> {
-        Server::try_start_listening(db, "127.0.0.1:0", args, env)
-    }
-
-    /// A server on an existing database and a given address (to restart one on its old port).
-    pub fn start_at(db: &Path, listen: SocketAddr, args: &[&str]) -> Server {
-        Server::try_start_listening(db, &listen.to_string(), args, &[])
-            .unwrap_or_else(|log| panic!("hookbin did not start:\n{log}"))
-    }
-
-    fn try_start_listening(
-        db: &Path,
-        listen: &str,
-        args: &[&str],
-        env: &[(&str, &str)],
-    ) -> Result<Server, String> {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_hookbin"));
         cmd.arg("--listen")
-            .arg(listen)
+            .arg("127.0.0.1:0")
             .arg("--db")
             .arg(db)
             .args(args)
@@ -76,35 +62,46 @@ impl Server {
             }
         }
         let mut child = cmd.spawn().expect("spawn hookbin");
-        let log = Arc::new(Mutex::new(String::new()));
-        append_lines(child.stderr.take().unwrap(), &log);
-        append_lines(child.stdout.take().unwrap(), &log);
-        let deadline = Instant::now() + PATIENCE;
-        loop {
-            let addr = listening_addr(&log.lock().unwrap());
-            if let Some(addr) = addr {
-                return Ok(Server {
-                    addr,
-                    db: db.to_owned(),
-                    child: Some(child),
-                    log,
-                    _dir: None,
-                });
+        let log = Log::default();
+        log.follow(child.stderr.take().unwrap());
+        log.follow(child.stdout.take().unwrap());
+        match log.wait_until(|text| listening_addr(text).is_some()) {
+            Ok(text) => Ok(Server {
+                addr: listening_addr(&text).unwrap(),
+                db: db.to_owned(),
+                child: Some(child),
+                log,
+                _dir: None,
+            }),
+            Err(Ended::Closed(text)) => {
+                let status = child.wait().unwrap();
+                Err(format!("exited with {status}\n{text}"))
             }
-            if let Ok(Some(status)) = child.try_wait() {
-                std::thread::sleep(Duration::from_millis(100));
-                return Err(format!("exited with {status}\n{}", log.lock().unwrap()));
-            }
-            if Instant::now() > deadline {
+            Err(Ended::TimedOut(text)) => {
                 let _ = child.kill();
-                return Err(format!("no 'listening on' line\n{}", log.lock().unwrap()));
+                let _ = child.wait();
+                Err(format!("no 'listening on' line\n{text}"))
             }
-            std::thread::sleep(Duration::from_millis(20));
         }
     }
 
+    /// Everything logged so far (lines still in the pipe may be missing; see [`Server::stop`]).
     pub fn log(&self) -> String {
-        self.log.lock().unwrap().clone()
+        self.log.text()
+    }
+
+    /// Waits for a log line containing `needle`; the log so far.
+    pub fn wait_for_log(&self, needle: &str) -> String {
+        self.log
+            .wait_until(|text| text.contains(needle))
+            .unwrap_or_else(|e| panic!("no log line with {needle:?}: {e}"))
+    }
+
+    /// Stops the server with SIGTERM, asserts a clean exit, and returns its whole log.
+    pub fn stop(&mut self) -> String {
+        let status = self.signal("TERM");
+        assert!(status.success(), "exit status after SIGTERM: {status}");
+        self.log.text()
     }
 
     pub fn pid(&self) -> u32 {
@@ -133,17 +130,10 @@ impl Server {
         assert!(ok, "kill -{sig} failed");
     }
 
-    /// Waits for the process to exit on its own; its exit status.
+    /// Waits for the process to exit on its own; its exit status. Its log is complete then.
     pub fn wait_exit(&mut self) -> std::process::ExitStatus {
         let mut child = self.child.take().expect("running");
-        let deadline = Instant::now() + PATIENCE;
-        loop {
-            if let Some(status) = child.try_wait().unwrap() {
-                return status;
-            }
-            assert!(Instant::now() < deadline, "hookbin did not exit");
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        wait_exit(&mut child, &[&self.log])
     }
 
     pub fn request(
@@ -248,7 +238,9 @@ impl Server {
         }
     }
 
-    /// Waits until `check` holds, failing the test after [`PATIENCE`].
+    /// Waits until `check` holds, failing the test after [`PATIENCE`]. For states that announce
+    /// themselves nowhere (a wall-clock expiry); prefer [`Server::wait_for_log`], an event stream
+    /// or a response where there is one.
     pub fn eventually(&self, what: &str, mut check: impl FnMut() -> bool) {
         let deadline = Instant::now() + PATIENCE;
         while !check() {
@@ -274,17 +266,147 @@ impl Drop for Server {
     }
 }
 
-/// Appends every line `pipe` produces to `log`, from a thread of its own (so a child process
-/// never blocks on a full pipe, and a test can read what it printed so far).
-pub fn append_lines(pipe: impl Read + Send + 'static, log: &Arc<Mutex<String>>) {
-    let log = log.clone();
-    std::thread::spawn(move || {
-        for line in BufReader::new(pipe).lines().map_while(Result::ok) {
-            let mut log = log.lock().unwrap();
-            log.push_str(&line);
-            log.push('\n');
+/// What a child process printed, collected line by line by reader threads of its own (so the
+/// child never blocks on a full pipe), for tests that wait for a line: a waiter wakes on each new
+/// line, and learns when every pipe has closed (the process has exited) instead of guessing.
+#[derive(Clone, Default)]
+pub struct Log(Arc<LogShared>);
+
+#[derive(Default)]
+struct LogShared {
+    state: Mutex<LogState>,
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct LogState {
+    text: String,
+    open_pipes: usize,
+    readers: Vec<JoinHandle<()>>,
+}
+
+/// Why [`Log::wait_until`] gave up; each holds the text so far.
+#[derive(Debug)]
+pub enum Ended {
+    /// Every pipe closed: the process has exited.
+    Closed(String),
+    TimedOut(String),
+}
+
+impl std::fmt::Display for Ended {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Ended::Closed(text) => write!(f, "the process exited\n{text}"),
+            Ended::TimedOut(text) => write!(f, "timed out after {PATIENCE:?}\n{text}"),
         }
-    });
+    }
+}
+
+impl Log {
+    /// Appends every line `pipe` produces, from a thread of its own.
+    pub fn follow(&self, pipe: impl Read + Send + 'static) {
+        let shared = self.0.clone();
+        let mut state = self.0.state.lock().unwrap();
+        state.open_pipes += 1;
+        state.readers.push(std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+                let mut state = shared.state.lock().unwrap();
+                state.text.push_str(&line);
+                state.text.push('\n');
+                shared.changed.notify_all();
+            }
+            shared.state.lock().unwrap().open_pipes -= 1;
+            shared.changed.notify_all();
+        }));
+    }
+
+    pub fn text(&self) -> String {
+        self.0.state.lock().unwrap().text.clone()
+    }
+
+    /// Waits until `check` holds for the text so far (checked on every new line); that text.
+    pub fn wait_until(&self, mut check: impl FnMut(&str) -> bool) -> Result<String, Ended> {
+        let deadline = Instant::now() + PATIENCE;
+        let mut state = self.0.state.lock().unwrap();
+        loop {
+            if check(&state.text) {
+                return Ok(state.text.clone());
+            }
+            if state.open_pipes == 0 {
+                return Err(Ended::Closed(state.text.clone()));
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(Ended::TimedOut(state.text.clone()));
+            }
+            state = self.0.changed.wait_timeout(state, left).unwrap().0;
+        }
+    }
+
+    /// Waits until every pipe has closed and its reader has stored the last line: after this
+    /// the text is all the process printed. `false` if that took longer than [`PATIENCE`].
+    pub fn wait_closed(&self) -> bool {
+        if !matches!(self.wait_until(|_| false), Err(Ended::Closed(_))) {
+            return false;
+        }
+        let readers = std::mem::take(&mut self.0.state.lock().unwrap().readers);
+        for reader in readers {
+            reader.join().expect("a log reader panicked");
+        }
+        true
+    }
+}
+
+/// Waits for `child` to exit, which every pipe closing announces; then the logs that follow its
+/// output are complete. Kills it and fails the test after [`PATIENCE`].
+pub fn wait_exit(child: &mut Child, logs: &[&Log]) -> std::process::ExitStatus {
+    for log in logs {
+        if !log.wait_closed() {
+            let _ = child.kill();
+            panic!(
+                "the process did not exit within {PATIENCE:?}\n{}",
+                log.text()
+            );
+        }
+    }
+    child.wait().expect("wait for the process")
+}
+
+/// A port where nothing listens: one the kernel just handed out and took back (it does not hand
+/// it out again right away). For tests of "cannot connect"; where any dead end will do, prefer
+/// [`Hangup`], which cannot be taken by someone else.
+pub fn closed_port() -> SocketAddr {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("bind 127.0.0.1:0")
+}
+
+/// A listener that accepts every connection and closes it at once, for as long as it lives: a
+/// peer that answers nothing, on a port that stays ours.
+pub struct Hangup {
+    pub addr: SocketAddr,
+    _thread: JoinHandle<()>,
+}
+
+impl Hangup {
+    pub fn start() -> Hangup {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        let addr = listener.local_addr().unwrap();
+        // Blocks in accept; the thread ends with the test process.
+        let thread = std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                drop(conn);
+            }
+        });
+        Hangup {
+            addr,
+            _thread: thread,
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
 }
 
 fn listening_addr(log: &str) -> Option<SocketAddr> {

@@ -14,11 +14,10 @@ use serde::de::{Deserializer, MapAccess, Visitor};
 
 /// The vectors, vendored from the shared folder (see tests/data/README.md).
 const VECTOR_FILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/signatures.json");
-/// Where the project's shared copy lives, next to the checkout (absent on some machines).
-const SHARED_VECTOR_FILE: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../shared/vectors/signatures.json"
-);
+/// The project's shared copy: `shared/vectors/signatures.json` in the checkout's parent or any
+/// folder above it (`/work/shared` for `/work/main` and for the worktrees in `/work/wt/*`), or in
+/// `$HOOKBIN_SHARED_DIR`.
+const SHARED_VECTORS: &str = "vectors/signatures.json";
 
 /// The bin URL the server would pass; the Twilio vectors carry their own `url`, which wins.
 const DEFAULT_URL: &str = "http://127.0.0.1:8080/r/0123456789abcdefgh";
@@ -287,13 +286,31 @@ fn generic_check_finds_body_hmacs_of_the_vectors() {
     }
 }
 
+fn shared_vector_file() -> Option<std::path::PathBuf> {
+    if let Some(dir) = std::env::var_os("HOOKBIN_SHARED_DIR") {
+        return Some(std::path::Path::new(&dir).join(SHARED_VECTORS));
+    }
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .skip(1)
+        .map(|dir| dir.join("shared").join(SHARED_VECTORS))
+        .find(|path| path.is_file())
+}
+
+/// A copy that cannot be compared is a failure, not a pass: the vendored file could be stale.
 #[test]
 fn vendored_vectors_equal_the_shared_copy() {
-    match std::fs::read(SHARED_VECTOR_FILE) {
-        Ok(shared) => assert!(
-            shared == std::fs::read(VECTOR_FILE).unwrap(),
-            "tests/data/signatures.json differs from {SHARED_VECTOR_FILE}: copy the new vectors in"
-        ),
-        Err(_) => eprintln!("note: {SHARED_VECTOR_FILE} not present; using the vendored copy only"),
-    }
+    let Some(shared_file) = shared_vector_file() else {
+        panic!(
+            "no shared/{SHARED_VECTORS} above {}: set HOOKBIN_SHARED_DIR to the shared folder",
+            env!("CARGO_MANIFEST_DIR")
+        );
+    };
+    let shared = std::fs::read(&shared_file)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", shared_file.display()));
+    assert!(
+        shared == std::fs::read(VECTOR_FILE).unwrap(),
+        "tests/data/signatures.json differs from {}: copy the new vectors in",
+        shared_file.display()
+    );
 }
