@@ -1,8 +1,9 @@
 //! Command-line interface: the raw flags as clap parses them.
 //!
 //! Every `serve` flag has a `HOOKBIN_*` environment variable; a flag wins over its variable (clap's
-//! rule). `forward` is a client run by hand, so its flags have none. Nothing below `config.rs`
-//! sees the serve types: [`crate::config::Config`] is built from them.
+//! rule). `forward`, `send` and `probe` are clients run by hand, so their flags have none, except
+//! the secret (`HOOKBIN_SECRET`), which is better kept out of the shell history and `ps`. Nothing
+//! below `config.rs` sees the serve types: [`crate::config::Config`] is built from them.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -10,6 +11,7 @@ use std::time::Duration;
 use clap::builder::PossibleValue;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::signing::Scheme;
 use crate::storage::Synchronous;
 
 /// Self-hosted webhook inspector: capture any HTTP request byte-exact, inspect it, replay it.
@@ -40,6 +42,22 @@ pub enum Command {
     /// per replay goes to stdout: capture time, method, local path, local status, latency. A lost
     /// connection to the bin is resumed without losing or repeating requests.
     Forward(ForwardArgs),
+
+    /// Send one request, signed as a provider would sign it, to your webhook receiver.
+    ///
+    /// The body comes from --data or from a request captured in a bin (--from); --id and
+    /// --timestamp pin every variable part, so the same flags send the same bytes. One line per
+    /// attempt goes to stdout: attempt, status, time, the first bytes of the answer. With --retry,
+    /// a connection error, a timeout, a 5xx or a 429 is retried on that schedule, signed again with
+    /// a fresh timestamp and the same id. Exit 0 when an attempt got a 2xx, 1 when none did.
+    Send(SendArgs),
+
+    /// Check that your receiver accepts a correctly signed request and rejects forged ones.
+    ///
+    /// Sends, in order: a valid request, the same delivery again, a tampered body, a
+    /// re-serialized JSON body, a wrong secret, no signature, a stale and a future timestamp. One
+    /// table row per case; exit 0 when no case failed, 1 otherwise.
+    Probe(ProbeArgs),
 }
 
 /// Flags of `hookbin healthcheck`.
@@ -253,6 +271,143 @@ pub struct ForwardArgs {
     pub ca_cert: Option<PathBuf>,
 }
 
+/// What `send` and `probe` both need: the scheme, the secret, the payload and the request's
+/// shape.
+#[derive(Debug, Clone, Args)]
+pub struct MessageArgs {
+    /// Signature scheme: standard-webhooks, svix, stripe, github, slack, shopify, twilio, botix,
+    /// hmac-sha256.
+    #[arg(long, value_name = "SCHEME", value_parser = parse_scheme)]
+    pub scheme: Scheme,
+
+    /// The signing secret, as the provider shows it: whsec_... (standard-webhooks, svix: v1),
+    /// whsk_... (standard-webhooks: v1a, Ed25519), the endpoint or signing secret, auth token.
+    /// Never printed.
+    #[arg(
+        long,
+        env = "HOOKBIN_SECRET",
+        hide_env_values = true,
+        value_name = "SECRET",
+        allow_hyphen_values = true
+    )]
+    pub secret: String,
+
+    /// The body: a string, @FILE for a file's bytes, or - for stdin [default: a small JSON test
+    /// event].
+    #[arg(
+        long,
+        short = 'd',
+        value_name = "STRING|@FILE|-",
+        conflicts_with = "from",
+        allow_hyphen_values = true
+    )]
+    pub data: Option<String>,
+
+    /// Take the body and Content-Type of a captured request: its API or page URL
+    /// (https://HOST/api/bins/BIN/requests/ID or https://HOST/bins/BIN/requests/ID).
+    #[arg(long, value_name = "CAPTURED_REQUEST_URL")]
+    pub from: Option<String>,
+
+    /// The Content-Type header [default: application/json, or the captured one with --from].
+    #[arg(long, value_name = "TYPE")]
+    pub content_type: Option<String>,
+
+    /// An extra header, 'Name: value'; repeatable, sent in order after the scheme's headers.
+    #[arg(long = "header", short = 'H', value_name = "NAME: VALUE")]
+    pub headers: Vec<String>,
+
+    /// The request method.
+    #[arg(long, value_name = "METHOD", default_value = "POST")]
+    pub method: String,
+
+    /// twilio: the URL to sign when the receiver sees another one than URL (a tunnel or a proxy
+    /// in between) [default: URL].
+    #[arg(long, value_name = "URL")]
+    pub signed_url: Option<String>,
+
+    /// hmac-sha256: the header that carries `sha256=<hex>` [default: X-Signature].
+    #[arg(long, value_name = "NAME")]
+    pub signature_header: Option<String>,
+
+    /// PEM file of extra CA certificates to trust for https URLs (a private CA or a
+    /// self-signed certificate); the bundled web PKI roots are trusted as well.
+    #[arg(long, value_name = "PATH")]
+    pub ca_cert: Option<PathBuf>,
+}
+
+/// Arguments of `hookbin send`.
+#[derive(Debug, Clone, Args)]
+pub struct SendArgs {
+    /// Where to send: http:// or https:// URL of your receiver.
+    #[arg(value_name = "URL")]
+    pub url: String,
+
+    #[command(flatten)]
+    pub message: MessageArgs,
+
+    /// The event or delivery id, where the scheme has one [default: a fresh random one].
+    #[arg(long, value_name = "ID", allow_hyphen_values = true)]
+    pub id: Option<String>,
+
+    /// The signed timestamp, Unix seconds [default: now]. A retry adds the schedule's delays.
+    #[arg(long, value_name = "UNIX")]
+    pub timestamp: Option<i64>,
+
+    /// Retry schedule, the delays before each retry: e.g. 30s,5m,30m.
+    #[arg(long, value_name = "DURATIONS", value_parser = parse_schedule)]
+    pub retry: Option<Schedule>,
+
+    /// How long one attempt may take, from connecting to the end of the answer.
+    #[arg(long, value_name = "DUR", default_value = "30s", value_parser = parse_duration)]
+    pub timeout: Duration,
+}
+
+/// Arguments of `hookbin probe`.
+#[derive(Debug, Clone, Args)]
+pub struct ProbeArgs {
+    /// The receiver to check: http:// or https:// URL.
+    #[arg(value_name = "URL")]
+    pub url: String,
+
+    #[command(flatten)]
+    pub message: MessageArgs,
+
+    /// How long the receiver may take to answer one case.
+    #[arg(long, value_name = "DUR", default_value = "10s", value_parser = parse_duration)]
+    pub timeout: Duration,
+
+    /// Print the results as JSON (for CI) instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The delays of `--retry`, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Schedule(pub Vec<Duration>);
+
+fn parse_scheme(name: &str) -> Result<Scheme, String> {
+    Scheme::from_name(name.trim()).ok_or_else(|| {
+        format!(
+            "unknown scheme; expected one of: {}",
+            Scheme::NAMES.join(", ")
+        )
+    })
+}
+
+/// `30s,5m,30m`: humantime durations separated by commas; `0s` retries at once.
+fn parse_schedule(s: &str) -> Result<Schedule, String> {
+    s.split(',')
+        .map(|part| {
+            let part = part.trim();
+            if part.is_empty() {
+                return Err("expected durations separated by commas, e.g. 30s,5m,30m".to_owned());
+            }
+            humantime::parse_duration(part).map_err(|e| format!("{part:?}: {e}"))
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(Schedule)
+}
+
 fn parse_duration(s: &str) -> Result<Duration, String> {
     let d = humantime::parse_duration(s.trim()).map_err(|e| e.to_string())?;
     if d.is_zero() {
@@ -267,7 +422,12 @@ impl Cli {
         match &self.command {
             None => Some(&self.serve),
             Some(Command::Serve(args)) => Some(args),
-            Some(Command::Healthcheck(_) | Command::Forward(_)) => None,
+            Some(
+                Command::Healthcheck(_)
+                | Command::Forward(_)
+                | Command::Send(_)
+                | Command::Probe(_),
+            ) => None,
         }
     }
 }
@@ -280,6 +440,29 @@ mod tests {
     fn cli_is_well_formed() {
         use clap::CommandFactory;
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn retry_schedules_are_comma_separated_durations() {
+        assert_eq!(
+            parse_schedule("30s, 5m,30m"),
+            Ok(Schedule(vec![
+                Duration::from_secs(30),
+                Duration::from_secs(300),
+                Duration::from_secs(1800)
+            ]))
+        );
+        assert_eq!(parse_schedule("0s"), Ok(Schedule(vec![Duration::ZERO])));
+        assert!(parse_schedule("30s,,5m").is_err());
+        assert!(parse_schedule("").is_err());
+        assert!(parse_schedule("soon").is_err());
+    }
+
+    #[test]
+    fn schemes_parse_by_name_and_errors_list_them() {
+        assert_eq!(parse_scheme("Stripe"), Ok(Scheme::Stripe));
+        let err = parse_scheme("paypal").unwrap_err();
+        assert!(err.contains("standard-webhooks, svix"), "{err}");
     }
 
     #[test]

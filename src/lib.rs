@@ -2,7 +2,8 @@
 //!
 //! Module map, top to bottom (imports only point down; docs/ARCHITECTURE.md has the arrows and
 //! the path of a captured request):
-//! - [`cli`], [`config`]: flags, then validated settings; clap types stop at `config`.
+//! - [`cli`], [`config`]: flags, then validated settings; clap types stop at `config` (and the
+//!   client subcommands, whose flags are their input).
 //! - [`run`] (here): the server's start and graceful stop; [`server`]: the accept loop and the
 //!   connections; [`shutdown`]: the stop signal; [`state`]: what every handler shares,
 //!   including the task tracker every server task runs on.
@@ -12,11 +13,12 @@
 //!   may hold, the body memory budget, bin creation per address.
 //! - [`storage`]: SQLite (one writer thread with group commit, a read-only pool, the in-memory
 //!   index of live bins); [`events`]: live notifications of committed captures.
-//! - [`forward`], [`healthcheck`]: the client subcommands, over [`client`] (HTTP/1.1 with
-//!   requests written byte-exact, TLS).
+//! - [`forward`], [`healthcheck`], [`send`] (`hookbin send` and `hookbin probe`): the client
+//!   subcommands, over [`client`] (HTTP/1.1 with requests written byte-exact, TLS).
 //! - Pure: [`content`] (Content-Encoding undone, multipart parts, XML), [`search`] (the `q`
-//!   language, parsed and matched), [`render`] (copy-as-curl, HAR), [`verify`] (signature schemes over captured bytes),
-//!   [`response`] (custom responses), [`rawhead`] (header order and case, which hyper's
+//!   language, parsed and matched), [`render`] (copy-as-curl, HAR), [`signing`] (every
+//!   scheme's signing rules, once: what [`verify`] checks captured bytes with and [`send`] signs
+//!   with), [`response`] (custom responses), [`rawhead`] (header order and case, which hyper's
 //!   `HeaderMap` loses), [`wire`] (HTTP/1 rules and [`wire::url::HttpUrl`], the one URL type),
 //!   [`model`], [`ids`], [`clock`].
 
@@ -41,8 +43,10 @@ pub mod reaper;
 pub mod render;
 pub mod response;
 pub mod search;
+pub mod send;
 pub mod server;
 pub mod shutdown;
+pub mod signing;
 pub mod state;
 pub mod storage;
 pub mod verify;

@@ -20,13 +20,7 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Err(e) => {
-            // One line naming the flag; clap's own text spans several with usage hints.
-            let rendered = e.render().to_string();
-            let line = rendered
-                .lines()
-                .find(|l| !l.trim().is_empty())
-                .unwrap_or("invalid arguments");
-            eprintln!("hookbin: {}", line.trim_start_matches("error: "));
+            eprintln!("hookbin: {}", one_line(&e.render().to_string()));
             return ExitCode::from(2);
         }
     };
@@ -37,6 +31,74 @@ fn main() -> ExitCode {
             serve(args)
         }
         Some(Command::Healthcheck(args)) => healthcheck(args),
+        Some(Command::Send(args)) => send(args),
+        Some(Command::Probe(args)) => probe(args),
+    }
+}
+
+/// clap's error as one line that names the flag: its first paragraph (the message, and for a
+/// missing argument the indented lines that name it), without the usage hints that follow.
+fn one_line(rendered: &str) -> String {
+    let paragraph: Vec<&str> = rendered
+        .trim_start()
+        .lines()
+        .map(str::trim)
+        .take_while(|l| !l.is_empty())
+        .collect();
+    let line = paragraph.join(" ");
+    match line.trim_start_matches("error: ") {
+        "" => "invalid arguments".to_owned(),
+        line => line.to_owned(),
+    }
+}
+
+/// `hookbin send`: one line per attempt on stdout; exit 0 when one got a 2xx, 1 when none did,
+/// 2 for bad usage.
+fn send(args: &hookbin::cli::SendArgs) -> ExitCode {
+    let Some(runtime) = runtime(tokio::runtime::Builder::new_current_thread()) else {
+        return ExitCode::FAILURE;
+    };
+    let result = runtime.block_on(hookbin::send::send(
+        args,
+        &mut std::io::stdin(),
+        &mut std::io::stdout(),
+        &mut std::io::stderr(),
+    ));
+    match result {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("hookbin send: {e}");
+            ExitCode::from(e.exit_code())
+        }
+    }
+}
+
+/// `hookbin probe`: the table (or JSON) on stdout; exit 0 when no case failed, 1 otherwise, 2
+/// for bad usage.
+fn probe(args: &hookbin::cli::ProbeArgs) -> ExitCode {
+    use hookbin::send::probe;
+    let Some(runtime) = runtime(tokio::runtime::Builder::new_current_thread()) else {
+        return ExitCode::FAILURE;
+    };
+    match runtime.block_on(hookbin::send::probe(args, &mut std::io::stdin())) {
+        Ok(report) => {
+            if args.json {
+                println!("{}", probe::json(&report));
+            } else {
+                print!("{}", probe::table(&report));
+                eprintln!("hookbin probe: {}", probe::summary(&report));
+            }
+            if report.passed {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+        Err(e) => {
+            eprintln!("hookbin probe: {e}");
+            ExitCode::from(e.exit_code())
+        }
     }
 }
 

@@ -2,21 +2,11 @@
 //!
 //! The window is inclusive (|now - ts| <= tolerance passes, as every reference library does). Its
 //! direction is the scheme's: Standard Webhooks, Svix, Slack and BOTIX reject timestamps too far
-//! in the past *or* the future; Stripe's library rejects only old ones (see [`Window::PastOnly`]).
+//! in the past *or* the future; Stripe's library rejects only old ones (see [`Window::PastOnly`],
+//! which [`crate::signing::Scheme::replay_window`] assigns).
 
 use super::text;
-
-/// Which side of "now" the tolerance applies to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Window {
-    /// Reject `ts < now - tolerance` and `ts > now + tolerance`.
-    BothWays,
-    /// Reject only `ts < now - tolerance`. Stripe's official libraries accept any future
-    /// timestamp (stripe-python `verify_header`), and the vector file's verdict for
-    /// `stripe-valid-future-timestamp-library-behaviour` is "valid". We follow the library so the
-    /// inspector answers what the user's Stripe SDK will answer, and mention the skew in `detail`.
-    PastOnly,
-}
+pub(crate) use crate::signing::Window;
 
 /// The clock a check runs against.
 #[derive(Debug, Clone, Copy)]

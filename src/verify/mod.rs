@@ -16,14 +16,16 @@
 //! - The secret, and every key derived from it, never appears in `detail`, `signed`, an error or a
 //!   `Debug` string. The hints only ever describe *how* a key was derived.
 //!
+//! The rules themselves (header names and formats, signed bytes, key derivation) are
+//! [`crate::signing`]'s, shared with `hookbin send`; this module parses captured requests with
+//! them and explains what does not match.
+//!
 //! This is pure code: no I/O, no logging, no clock (the caller passes the wall clock).
 
-mod crypto;
 mod detect;
 mod diagnose;
 mod freshness;
 mod keys;
-mod scheme;
 mod schemes;
 mod text;
 
@@ -33,7 +35,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::StoredRequest;
 
-pub use scheme::Scheme;
+pub use crate::signing::Scheme;
+use crate::signing::SecretError;
 
 /// Replay window used when the caller gives none (every scheme's reference library uses 5 minutes).
 pub const DEFAULT_TOLERANCE_SECONDS: u64 = 300;
@@ -128,6 +131,15 @@ pub enum VerifyError {
     },
     #[error("url must be an absolute http:// or https:// URL with a host")]
     InvalidUrl,
+}
+
+impl From<SecretError> for VerifyError {
+    fn from(e: SecretError) -> Self {
+        VerifyError::MalformedSecret {
+            scheme: e.scheme,
+            problem: e.problem,
+        }
+    }
 }
 
 impl VerifyError {

@@ -4,8 +4,8 @@
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 
-use super::crypto::{Algo, hmac};
 use super::*;
+use crate::signing::crypto::{Algo, hmac};
 
 const NOW: i64 = 1_750_000_000;
 const BIN_URL: &str = "https://hooks.example.test/r/abc";

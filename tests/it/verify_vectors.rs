@@ -43,6 +43,8 @@ pub(crate) struct Vector {
     pub(crate) tolerance_seconds: Option<u64>,
     pub(crate) expected: Expected,
     pub(crate) url: Option<String>,
+    /// standard-webhooks-v1a only: the `whsk_` key the signatures were made with.
+    pub(crate) signing_key_for_reference: Option<String>,
 }
 
 #[derive(Deserialize)]

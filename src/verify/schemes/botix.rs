@@ -4,13 +4,12 @@
 //! be within the tolerance in both directions.
 
 use super::{Context, Finding, HmacCheck, Outcome, describe_signed, value_bytes, value_text};
-use crate::verify::crypto::{Algo, decode_hex};
+use crate::signing::botix::{
+    SIGNATURE_HEADER as SIGNATURE, TIMESTAMP_HEADER as TIMESTAMP, decode_signature, signed_prefix,
+};
+use crate::signing::crypto::Algo;
 use crate::verify::diagnose::{Alt, Signed};
-use crate::verify::freshness::{self, Window};
 use crate::verify::{Scheme, VerifyError};
-
-const TIMESTAMP: &str = "X-BOTIX-Timestamp";
-const SIGNATURE: &str = "X-BOTIX-Signature";
 
 pub(super) fn verify(ctx: &Context<'_>) -> Result<Outcome, VerifyError> {
     let [timestamp, signature] = match ctx.required(
@@ -25,13 +24,13 @@ pub(super) fn verify(ctx: &Context<'_>) -> Result<Outcome, VerifyError> {
         Ok(ts) => ts,
         Err(outcome) => return Ok(outcome),
     };
-    let value = value_text(signature);
-    let hex = value.strip_prefix("sha256=").unwrap_or(&value);
     let signed = Signed {
-        prefix: [value_bytes(timestamp), b"."].concat(),
+        prefix: signed_prefix(value_bytes(timestamp)),
         body: &ctx.req.body,
     };
-    let trusted = decode_hex(hex).into_iter().collect();
+    let trusted = decode_signature(&value_text(signature))
+        .into_iter()
+        .collect();
     let check = HmacCheck {
         formats: vec![Alt::new(
             "signature is over the body without the timestamp (BOTIX signs timestamp.body)",
@@ -52,7 +51,7 @@ pub(super) fn verify(ctx: &Context<'_>) -> Result<Outcome, VerifyError> {
         hint,
         method: "HMAC-SHA256 with the secret as text".to_owned(),
         signed: describe_signed(&signed),
-        freshness: Some(freshness::check(&ctx.clock, ts, Window::BothWays)),
+        freshness: Some(ctx.freshness(Scheme::Botix, ts)),
         header: signature.name.clone(),
     }
     .into_outcome())

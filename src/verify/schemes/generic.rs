@@ -4,7 +4,7 @@
 //! scheme's headers are present.
 
 use super::{Context, Finding, HmacCheck, Outcome, describe_signed, value_text};
-use crate::verify::crypto::{Algo, decode_base64, decode_hex};
+use crate::signing::crypto::{Algo, decode_base64, decode_hex};
 use crate::verify::detect::SIGNATURE_HEADERS;
 use crate::verify::diagnose::Signed;
 use crate::verify::{Reason, Scheme, Verification, VerifyError, text};

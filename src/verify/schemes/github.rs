@@ -6,18 +6,16 @@
 //! `X-Hub-Signature: sha1=<hex>` is present, that is checked instead (HMAC-SHA1).
 
 use super::{Context, Finding, HmacCheck, Outcome, describe_signed, value_text};
-use crate::verify::crypto::{Algo, decode_hex};
+use crate::signing::crypto::{Algo, decode_hex};
+use crate::signing::github::{SHA1_HEADER, SHA256_HEADER, decode_signature, label};
 use crate::verify::diagnose::{Alt, Signed};
 use crate::verify::{Scheme, VerifyError};
 
-const SHA256_HEADER: &str = "X-Hub-Signature-256";
-const SHA1_HEADER: &str = "X-Hub-Signature";
-
 pub(super) fn verify(ctx: &Context<'_>) -> Result<Outcome, VerifyError> {
-    let (header, algo, prefix) = if let Some(h) = ctx.header(SHA256_HEADER) {
-        (h, Algo::Sha256, "sha256=")
+    let (header, algo) = if let Some(h) = ctx.header(SHA256_HEADER) {
+        (h, Algo::Sha256)
     } else if let Some(h) = ctx.header(SHA1_HEADER) {
-        (h, Algo::Sha1, "sha1=")
+        (h, Algo::Sha1)
     } else {
         return Ok(Outcome::missing(
             Scheme::Github,
@@ -26,9 +24,13 @@ pub(super) fn verify(ctx: &Context<'_>) -> Result<Outcome, VerifyError> {
         ));
     };
     let value = value_text(header);
-    let (trusted, mislabeled) = match value.strip_prefix(prefix) {
-        Some(hex) => (decode_hex(hex).into_iter().collect(), Vec::new()),
-        None => (Vec::new(), unprefixed(&value, prefix, &header.name)),
+    let prefix = label(algo);
+    let (trusted, mislabeled) = match value.starts_with(prefix) {
+        true => (
+            decode_signature(algo, &value).into_iter().collect(),
+            Vec::new(),
+        ),
+        false => (Vec::new(), unprefixed(&value, prefix, &header.name)),
     };
     let signed = Signed {
         prefix: Vec::new(),

@@ -1,5 +1,8 @@
 //! One verifier per scheme, and what they share: the request context, header lookup, the HMAC
 //! check with its mismatch explanation, and the way a finding becomes a [`Verification`].
+//!
+//! Each verifier takes its scheme's rules (header names, signed bytes, value formats, keys)
+//! from the matching module of [`crate::signing`], the ones `hookbin send` signs with.
 
 mod botix;
 pub(crate) mod generic;
@@ -12,11 +15,12 @@ mod twilio;
 
 use std::borrow::Cow;
 
-use super::crypto::{Algo, first_match, hmac, tags_equal};
 use super::diagnose::{Alt, Signed, explain_signed_bytes};
 use super::freshness::{Clock, Freshness};
 use super::{Reason, Scheme, Verification, VerifyError, text};
 use crate::model::{HeaderPair, StoredRequest, find_header};
+use crate::signing::crypto::{Algo, first_match, hmac, tags_equal};
+use crate::signing::keys;
 
 /// Everything a verifier may look at.
 pub(crate) struct Context<'a> {
@@ -55,6 +59,14 @@ impl Context<'_> {
             .map(|(n, _)| *n)
             .collect();
         Err(Outcome::missing(scheme, &absent, needs))
+    }
+
+    /// Whether `ts` is within the tolerance, in the direction the scheme's rules say.
+    pub(crate) fn freshness(&self, scheme: Scheme, ts: i64) -> Freshness {
+        let window = scheme
+            .replay_window()
+            .expect("only schemes that sign a timestamp check one");
+        super::freshness::check(&self.clock, ts, window)
     }
 
     /// Every header called `name`, in received order. HTTP treats repeated list headers as one
@@ -278,7 +290,7 @@ impl<'a> HmacCheck<'a> {
     ) -> Self {
         HmacCheck {
             algo,
-            key: secret.as_bytes().to_vec(),
+            key: keys::text_key(secret),
             signed,
             trusted,
             mislabeled: Vec::new(),

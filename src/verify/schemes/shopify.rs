@@ -2,11 +2,10 @@
 //! client secret as text. No timestamp.
 
 use super::{Context, Finding, HmacCheck, Outcome, describe_signed, value_text};
-use crate::verify::crypto::{Algo, decode_base64, decode_hex};
+use crate::signing::crypto::{Algo, decode_hex};
+use crate::signing::shopify::{HEADER, decode_signature};
 use crate::verify::diagnose::{Alt, Signed};
 use crate::verify::{Scheme, VerifyError};
-
-const HEADER: &str = "X-Shopify-Hmac-Sha256";
 
 pub(super) fn verify(ctx: &Context<'_>) -> Result<Outcome, VerifyError> {
     let Some(header) = ctx.header(HEADER) else {
@@ -21,7 +20,7 @@ pub(super) fn verify(ctx: &Context<'_>) -> Result<Outcome, VerifyError> {
         prefix: Vec::new(),
         body: &ctx.req.body,
     };
-    let trusted = decode_base64(&value).into_iter().collect();
+    let trusted = decode_signature(&value).into_iter().collect();
     let check = HmacCheck {
         // Hex digits are also base64 characters, so a hex digest decodes as (wrong) base64 too;
         // it is recognised here only to explain the mismatch.

@@ -3,13 +3,12 @@
 //! tolerance in both directions (slack_sdk: `abs(now - ts) > 300` is rejected).
 
 use super::{Context, Finding, HmacCheck, Outcome, describe_signed, value_bytes, value_text};
-use crate::verify::crypto::{Algo, decode_hex};
+use crate::signing::crypto::{Algo, decode_hex};
+use crate::signing::slack::{
+    SIGNATURE_HEADER as SIGNATURE, TIMESTAMP_HEADER as TIMESTAMP, decode_signature, signed_prefix,
+};
 use crate::verify::diagnose::{Alt, Signed};
-use crate::verify::freshness::{self, Window};
 use crate::verify::{Scheme, VerifyError};
-
-const TIMESTAMP: &str = "X-Slack-Request-Timestamp";
-const SIGNATURE: &str = "X-Slack-Signature";
 
 pub(super) fn verify(ctx: &Context<'_>) -> Result<Outcome, VerifyError> {
     let [timestamp, signature] = match ctx.required(
@@ -25,12 +24,12 @@ pub(super) fn verify(ctx: &Context<'_>) -> Result<Outcome, VerifyError> {
         Err(outcome) => return Ok(outcome),
     };
     let value = value_text(signature);
-    let (trusted, mislabeled) = match value.strip_prefix("v0=") {
-        Some(hex) => (decode_hex(hex).into_iter().collect(), Vec::new()),
-        None => (Vec::new(), unprefixed(&value, &signature.name)),
+    let (trusted, mislabeled) = match value.starts_with("v0=") {
+        true => (decode_signature(&value).into_iter().collect(), Vec::new()),
+        false => (Vec::new(), unprefixed(&value, &signature.name)),
     };
     let signed = Signed {
-        prefix: [b"v0:", value_bytes(timestamp), b":"].concat(),
+        prefix: signed_prefix(value_bytes(timestamp)),
         body: &ctx.req.body,
     };
     let check = HmacCheck {
@@ -62,7 +61,7 @@ pub(super) fn verify(ctx: &Context<'_>) -> Result<Outcome, VerifyError> {
         hint,
         method: "HMAC-SHA256 with the signing secret as text".to_owned(),
         signed: describe_signed(&signed),
-        freshness: Some(freshness::check(&ctx.clock, ts, Window::BothWays)),
+        freshness: Some(ctx.freshness(Scheme::Slack, ts)),
         header: signature.name.clone(),
     }
     .into_outcome())

@@ -10,42 +10,13 @@
 use ed25519_dalek::VerifyingKey;
 
 use super::{Context, Finding, HmacCheck, Outcome, describe_signed, entry_note, value_bytes};
-use crate::verify::crypto::{Algo, decode_base64, ed25519_verifies};
+use crate::signing::crypto::{Algo, ed25519_verifies};
+use crate::signing::keys::{self, StandardKey};
+use crate::signing::standard::{
+    Entry, Names, SVIX, V1, V1A, WEBHOOK, parse_entries, signed_prefix,
+};
 use crate::verify::diagnose::{Alt, Signed, explain_signed_bytes};
-use crate::verify::freshness::{self, Window};
-use crate::verify::keys::{self, StandardKey};
 use crate::verify::{Scheme, VerifyError, text};
-
-/// The three header names of one flavour.
-struct Names {
-    id: &'static str,
-    timestamp: &'static str,
-    signature: &'static str,
-}
-
-const WEBHOOK: Names = Names {
-    id: "webhook-id",
-    timestamp: "webhook-timestamp",
-    signature: "webhook-signature",
-};
-
-const SVIX: Names = Names {
-    id: "svix-id",
-    timestamp: "svix-timestamp",
-    signature: "svix-signature",
-};
-
-impl Names {
-    fn all(&self) -> [&'static str; 3] {
-        [self.id, self.timestamp, self.signature]
-    }
-}
-
-/// One `version,signature` entry of the signature header.
-struct Entry {
-    version: String,
-    signature: Option<Vec<u8>>,
-}
 
 pub(super) fn verify(ctx: &Context<'_>, scheme: Scheme) -> Result<Outcome, VerifyError> {
     let key = keys::standard_webhooks(ctx.secret, scheme.name())?;
@@ -62,10 +33,14 @@ pub(super) fn verify(ctx: &Context<'_>, scheme: Scheme) -> Result<Outcome, Verif
         Err(outcome) => return Ok(outcome),
     };
     let signed = Signed {
-        prefix: [value_bytes(id), b".", value_bytes(timestamp), b"."].concat(),
+        prefix: signed_prefix(value_bytes(id), value_bytes(timestamp)),
         body: &ctx.req.body,
     };
-    let entries = parse_entries(ctx, names.signature);
+    // HTTP treats repeated list headers as one list: read the entries of every one.
+    let entries: Vec<Entry> = ctx
+        .headers_named(names.signature)
+        .flat_map(|h| parse_entries(&super::value_text(h)))
+        .collect();
     let found = Found {
         scheme,
         names,
@@ -76,9 +51,10 @@ pub(super) fn verify(ctx: &Context<'_>, scheme: Scheme) -> Result<Outcome, Verif
     };
     let mut finding = match key {
         StandardKey::Hmac(key) => found.check_hmac(key, ctx.secret),
-        StandardKey::Ed25519(key) => found.check_ed25519(&key),
+        StandardKey::Public(key) => found.check_ed25519(&key),
+        StandardKey::Secret(key) => found.check_ed25519(&key.verifying_key()),
     };
-    finding.freshness = Some(freshness::check(&ctx.clock, ts, Window::BothWays));
+    finding.freshness = Some(ctx.freshness(scheme, ts));
     Ok(finding.into_outcome())
 }
 
@@ -110,23 +86,6 @@ fn missing(ctx: &Context<'_>, scheme: Scheme, names: &Names) -> Outcome {
         needs.push_str(" This request carries svix-* headers: check it with scheme svix.");
     }
     Outcome::missing(scheme, &absent, &needs)
-}
-
-/// Reads the `version,signature` entries of every signature header (space-separated; an entry
-/// without a comma is skipped, as it can match nothing).
-fn parse_entries(ctx: &Context<'_>, name: &str) -> Vec<Entry> {
-    ctx.headers_named(name)
-        .flat_map(|h| {
-            super::value_text(h)
-                .split_ascii_whitespace()
-                .filter_map(|entry| entry.split_once(','))
-                .map(|(version, signature)| Entry {
-                    version: version.to_owned(),
-                    signature: decode_base64(signature),
-                })
-                .collect::<Vec<_>>()
-        })
-        .collect()
 }
 
 /// The parsed request, shared by the v1 and v1a checks.
@@ -188,24 +147,24 @@ impl Found<'_> {
 
     /// v1: HMAC-SHA256 with the decoded `whsec_` key.
     fn check_hmac(&self, key: Vec<u8>, secret: &str) -> Finding {
-        let trusted = self.signatures("v1");
+        let trusted = self.signatures(V1);
         let check = HmacCheck {
             algo: Algo::Sha256,
             key,
             signed: self.signed.clone(),
             mislabeled: self.mislabeled_entries(),
             formats: self.formats(),
-            keys: keys::alternatives_to_whsec_key(secret),
+            keys: crate::verify::keys::alternatives_to_whsec_key(secret),
             trusted,
         };
         let matched = check
             .matching_entry()
-            .map(|i| entry_note("v1", i, check.trusted.len()));
+            .map(|i| entry_note(V1, i, check.trusted.len()));
         let hint = match matched {
             Some(_) => None,
             None => check
                 .explain()
-                .or_else(|| check.trusted.is_empty().then(|| self.no_entries("v1"))),
+                .or_else(|| check.trusted.is_empty().then(|| self.no_entries(V1))),
         };
         self.finding(
             matched,
@@ -218,7 +177,7 @@ impl Found<'_> {
     fn mislabeled_entries(&self) -> Vec<Alt> {
         self.entries
             .iter()
-            .filter(|e| e.version != "v1")
+            .filter(|e| e.version != V1)
             .filter_map(|e| {
                 let hint = format!(
                     "an entry labelled {:?} carries the matching signature, but only v1 entries \
@@ -255,7 +214,7 @@ impl Found<'_> {
 
     /// v1a: Ed25519 with the `whpk_` public key.
     fn check_ed25519(&self, key: &VerifyingKey) -> Finding {
-        let trusted = self.signatures("v1a");
+        let trusted = self.signatures(V1A);
         let verifies = |parts: &[&[u8]]| {
             let message = parts.concat();
             trusted.iter().any(|s| ed25519_verifies(key, &message, s))
@@ -264,17 +223,17 @@ impl Found<'_> {
         let matched = trusted
             .iter()
             .position(|s| ed25519_verifies(key, &message, s))
-            .map(|i| entry_note("v1a", i, trusted.len()));
+            .map(|i| entry_note(V1A, i, trusted.len()));
         let hint = match matched {
             Some(_) => None,
             None if trusted.is_empty() => Some(format!(
                 "{}; a whpk_ public key checks only Ed25519 (v1a) signatures, v1 entries need \
                  the whsec_ secret",
-                self.no_entries("v1a")
+                self.no_entries(V1A)
             )),
             None => explain_signed_bytes(self.signed, &self.formats(), verifies),
         };
-        let skipped = self.entries.iter().filter(|e| e.version == "v1").count();
+        let skipped = self.entries.iter().filter(|e| e.version == V1).count();
         let mut method = "Ed25519 (v1a) with the whpk_ public key".to_owned();
         if skipped > 0 {
             let entries = if skipped == 1 { "entry" } else { "entries" };

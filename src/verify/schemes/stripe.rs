@@ -3,15 +3,13 @@
 //!
 //! Only `v1` entries are trusted; `v0` (test mode) and any other scheme are ignored, which
 //! prevents downgrade attacks. The timestamp is checked in the past only, as Stripe's library
-//! does (see [`Window::PastOnly`]).
+//! does (see [`crate::signing::Window::PastOnly`]).
 
 use super::{Context, Finding, HmacCheck, Outcome, describe_signed, entry_note};
-use crate::verify::crypto::{Algo, decode_hex};
+use crate::signing::crypto::Algo;
+use crate::signing::stripe::{HEADER, TIMESTAMP, V1, decode_signature, signed_prefix};
 use crate::verify::diagnose::{Alt, Signed};
-use crate::verify::freshness::{self, Window};
 use crate::verify::{Reason, Scheme, VerifyError, text};
-
-const HEADER: &str = "Stripe-Signature";
 
 pub(super) fn verify(ctx: &Context<'_>) -> Result<Outcome, VerifyError> {
     let Some(header) = ctx.header(HEADER) else {
@@ -24,7 +22,7 @@ pub(super) fn verify(ctx: &Context<'_>) -> Result<Outcome, VerifyError> {
     let items = parse_items(ctx);
     let Some(t) = items
         .iter()
-        .find(|(k, _)| k == "t")
+        .find(|(k, _)| k == TIMESTAMP)
         .map(|(_, v)| v.as_str())
     else {
         let mut outcome = Outcome::cannot_check(
@@ -43,15 +41,14 @@ pub(super) fn verify(ctx: &Context<'_>) -> Result<Outcome, VerifyError> {
             t,
         ));
     };
-    // The library formats the parsed integer (`"%d.%s"`), so `t=0123` signs "123.".
     let signed = Signed {
-        prefix: format!("{ts}.").into_bytes(),
+        prefix: signed_prefix(ts),
         body: &ctx.req.body,
     };
     let trusted = items
         .iter()
-        .filter(|(k, _)| k == "v1")
-        .filter_map(|(_, v)| decode_hex(v))
+        .filter(|(k, _)| k == V1)
+        .filter_map(|(_, v)| decode_signature(v))
         .collect();
     let check = HmacCheck {
         mislabeled: mislabeled(&items),
@@ -82,7 +79,7 @@ pub(super) fn verify(ctx: &Context<'_>) -> Result<Outcome, VerifyError> {
         hint,
         method: "HMAC-SHA256 (v1) with the endpoint secret as text (whsec_ included)".to_owned(),
         signed: describe_signed(&signed),
-        freshness: Some(freshness::check(&ctx.clock, ts, Window::PastOnly)),
+        freshness: Some(ctx.freshness(Scheme::Stripe, ts)),
         header: header.name.clone(),
     }
     .into_outcome())
@@ -91,13 +88,7 @@ pub(super) fn verify(ctx: &Context<'_>) -> Result<Outcome, VerifyError> {
 /// The `key=value` items of every Stripe-Signature header, in order.
 fn parse_items(ctx: &Context<'_>) -> Vec<(String, String)> {
     ctx.headers_named(HEADER)
-        .flat_map(|h| {
-            super::value_text(h)
-                .split(',')
-                .filter_map(|item| item.split_once('='))
-                .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
-                .collect::<Vec<_>>()
-        })
+        .flat_map(|h| crate::signing::stripe::parse_items(&super::value_text(h)))
         .collect()
 }
 
@@ -106,14 +97,14 @@ fn parse_items(ctx: &Context<'_>) -> Vec<(String, String)> {
 fn mislabeled(items: &[(String, String)]) -> Vec<Alt> {
     items
         .iter()
-        .filter(|(k, _)| k != "t" && k != "v1")
+        .filter(|(k, _)| k != TIMESTAMP && k != V1)
         .filter_map(|(k, v)| {
             let hint = format!(
                 "the {} entry carries the matching signature, but Stripe trusts only v1: v0 \
                  and other schemes are ignored to prevent downgrade attacks",
                 text::shorten(k, 20)
             );
-            Some(Alt::new(hint, decode_hex(v)?))
+            Some(Alt::new(hint, decode_signature(v)?))
         })
         .collect()
 }

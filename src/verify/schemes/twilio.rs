@@ -1,28 +1,22 @@
-//! Twilio: `X-Twilio-Signature: <base64>`, HMAC-SHA1 keyed by the auth token (as text) over the
-//! full URL Twilio requested followed by every POST parameter, sorted by name, as name + value
-//! (decoded). No timestamp.
-//!
-//! Details follow twilio-python's `RequestValidator` (9.13.0):
-//! - names sort by code point; a repeated name's values sort too, and identical name/value pairs
-//!   count once (it iterates `sorted(set(values))`);
+//! Twilio: `X-Twilio-Signature: <base64>`, HMAC-SHA1 keyed by the auth token over the URL and
+//! the sorted form parameters; the rules are [`crate::signing::twilio`]'s. What this module adds
+//! is twilio-python's leniency and the diagnostics:
 //! - a signature made for the URL with or without its port is accepted (`add_port` appends
 //!   `:443`/`:80` when the URL has no port, `remove_port` strips whatever port it has);
-//! - JSON bodies: the URL carries `bodySHA256=<hex SHA-256 of the raw body>`, the HMAC covers the
-//!   URL with no parameters, and the body hash is checked separately.
+//! - a body that is not a form is covered when the URL carries `bodySHA256`, which must equal
+//!   the body's SHA-256.
 //!
 //! The signed URL is the *public* one the provider called, which the caller passes (`url`, else
 //! the bin URL as captured). Behind a TLS-terminating proxy the two differ, which the mismatch
 //! hints recognise.
 
 use super::{Context, Finding, Outcome, value_text};
-use crate::verify::crypto::{
-    Algo, decode_base64, decode_hex, first_match, hmac, sha256, tags_equal,
+use crate::signing::crypto::{decode_hex, first_match, sha256, tags_equal};
+use crate::signing::twilio::{
+    BODY_HASH_PARAM, FORM, HEADER, decode_signature, form_params, mac, signed_params,
 };
 use crate::verify::keys;
 use crate::verify::{Scheme, VerifyError, text};
-
-const HEADER: &str = "X-Twilio-Signature";
-const FORM: &str = "application/x-www-form-urlencoded";
 
 pub(super) fn verify(ctx: &Context<'_>) -> Result<Outcome, VerifyError> {
     let url = Url::parse(ctx.url).ok_or(VerifyError::InvalidUrl)?;
@@ -33,18 +27,15 @@ pub(super) fn verify(ctx: &Context<'_>) -> Result<Outcome, VerifyError> {
             "Twilio sends the base64 HMAC-SHA1 of the URL and the sorted POST parameters there.",
         ));
     };
-    let tags: Vec<Vec<u8>> = decode_base64(&value_text(header)).into_iter().collect();
+    let tags: Vec<Vec<u8>> = decode_signature(&value_text(header)).into_iter().collect();
     let token = ctx.secret.as_bytes();
+    let content_type = ctx.req.content_type();
     let form = is_form(ctx);
-    let params = if form {
-        form_params(&ctx.req.body)
-    } else {
-        Vec::new()
-    };
+    let params = signed_params(content_type.as_deref(), &ctx.req.body);
     // Only a non-form body is covered by bodySHA256, as in the library (there `params` is then
     // the body text rather than a dict).
     let body_hash_ok = (!form)
-        .then(|| url.query_param("bodySHA256"))
+        .then(|| url.query_param(BODY_HASH_PARAM))
         .flatten()
         .map(|expected| body_hash_matches(&ctx.req.body, &expected));
 
@@ -90,40 +81,11 @@ pub(super) fn verify(ctx: &Context<'_>) -> Result<Outcome, VerifyError> {
 
 /// Whether the request's Content-Type is a form (its media type, parameters ignored).
 fn is_form(ctx: &Context<'_>) -> bool {
-    ctx.req.content_type().is_some_and(|ct| {
-        ct.split(';')
-            .next()
-            .is_some_and(|media| media.trim().eq_ignore_ascii_case(FORM))
-    })
-}
-
-/// The decoded `application/x-www-form-urlencoded` pairs of the raw body, in body order.
-fn form_params(body: &[u8]) -> Vec<(String, String)> {
-    form_urlencoded::parse(body)
-        .map(|(k, v)| (k.into_owned(), v.into_owned()))
-        .collect()
+    crate::signing::twilio::is_form(ctx.req.content_type().as_deref())
 }
 
 fn body_hash_matches(body: &[u8], expected_hex: &str) -> bool {
     decode_hex(expected_hex).is_some_and(|expected| tags_equal(&sha256(body), &expected))
-}
-
-/// The URL followed by the sorted, de-duplicated `name + value` pairs.
-fn string_to_sign(url: &str, params: &[(String, String)]) -> String {
-    let mut pairs: Vec<(&str, &str)> = params
-        .iter()
-        .map(|(k, v)| (k.as_str(), v.as_str()))
-        .collect();
-    // Sorting the (name, value) tuples sorts names, then each name's values, by code point
-    // (byte order of UTF-8 is code-point order).
-    pairs.sort_unstable();
-    pairs.dedup();
-    let mut signed = url.to_owned();
-    for (name, value) in pairs {
-        signed.push_str(name);
-        signed.push_str(value);
-    }
-    signed
 }
 
 /// Which form of `url` (without / with its port) the signature was made for, if any.
@@ -133,14 +95,9 @@ fn matching_form(
     params: &[(String, String)],
     tags: &[Vec<u8>],
 ) -> Option<&'static str> {
-    url.forms().into_iter().find_map(|(form, text)| {
-        let mac = hmac(
-            Algo::Sha1,
-            token,
-            &[string_to_sign(&text, params).as_bytes()],
-        );
-        first_match(&mac, tags).map(|_| form)
-    })
+    url.forms()
+        .into_iter()
+        .find_map(|(form, text)| first_match(&mac(token, &text, params), tags).map(|_| form))
 }
 
 /// Tries the usual ways the signed URL, parameters or token differ from what was checked.
@@ -395,14 +352,7 @@ mod tests {
     }
 
     #[test]
-    fn string_to_sign_sorts_names_and_values_and_drops_repeats() {
-        let params = [("b", "2"), ("a", "z"), ("B", "1"), ("a", "y"), ("a", "z")]
-            .map(|(k, v)| (k.to_owned(), v.to_owned()));
-        assert_eq!(string_to_sign("U", &params), "UB1ayazb2");
-    }
-
-    #[test]
-    fn published_vector_signs_as_documented() {
+    fn published_vector_matches_as_given() {
         let params = [
             ("CallSid", "CA1234567890ABCDE"),
             ("Caller", "+14158675309"),
@@ -412,7 +362,7 @@ mod tests {
         ]
         .map(|(k, v)| (k.to_owned(), v.to_owned()));
         let url = Url::parse("https://mycompany.com/myapp.php?foo=1&bar=2").unwrap();
-        let tag = decode_base64("RSOYDt4T1cUTdK1PDd93/VVr8B8=").unwrap();
+        let tag = decode_signature("RSOYDt4T1cUTdK1PDd93/VVr8B8=").unwrap();
         assert_eq!(
             matching_form(b"12345", &url, &params, &[tag]),
             Some("as given")

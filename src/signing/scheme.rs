@@ -1,6 +1,20 @@
-//! The scheme names the API accepts.
+//! The scheme names the API and the CLI accept, and the per-scheme facts both the verifier and
+//! the signer need: whether a timestamp is signed, and on which side of "now" it may be off.
 
-/// A signature scheme this module can check.
+/// Which side of "now" a scheme's replay tolerance applies to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Window {
+    /// Reject `ts < now - tolerance` and `ts > now + tolerance`.
+    BothWays,
+    /// Reject only `ts < now - tolerance`. Stripe's official libraries accept any future
+    /// timestamp (stripe-python `verify_header`), and the vector file's verdict for
+    /// `stripe-valid-future-timestamp-library-behaviour` is "valid". The verifier follows the
+    /// library so it answers what the user's Stripe SDK will answer; `hookbin probe` does not
+    /// expect a Stripe receiver to reject a future timestamp.
+    PastOnly,
+}
+
+/// A signature scheme hookbin can check and sign.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Scheme {
     /// v1 (HMAC with a `whsec_` secret) or v1a (Ed25519 with a `whpk_` public key).
@@ -43,7 +57,7 @@ impl Scheme {
         "hmac-sha256",
     ];
 
-    /// The canonical name, as it appears in the `scheme` field of a [`super::Verification`].
+    /// The canonical name, as it appears in the `scheme` field of a verification and in `--scheme`.
     pub fn name(self) -> &'static str {
         match self {
             Scheme::StandardWebhooks => "standard-webhooks",
@@ -69,8 +83,21 @@ impl Scheme {
             .find(|s| s.name().eq_ignore_ascii_case(name))
     }
 
+    /// The replay window of a scheme that signs a timestamp; `None` when no timestamp is signed
+    /// (GitHub, Shopify, Twilio, generic), so nothing limits a replay but the receiver's own
+    /// bookkeeping of delivery ids.
+    pub fn replay_window(self) -> Option<Window> {
+        match self {
+            Scheme::StandardWebhooks | Scheme::Svix | Scheme::Slack | Scheme::Botix => {
+                Some(Window::BothWays)
+            }
+            Scheme::Stripe => Some(Window::PastOnly),
+            Scheme::Github | Scheme::Shopify | Scheme::Twilio | Scheme::HmacSha256 => None,
+        }
+    }
+
     /// The provider's name for sentences.
-    pub(crate) fn label(self) -> &'static str {
+    pub fn label(self) -> &'static str {
         match self {
             Scheme::StandardWebhooks => "Standard Webhooks",
             Scheme::Svix => "Svix",

@@ -1,10 +1,10 @@
-//! The primitives: HMAC over byte segments, constant-time tag comparison, Ed25519 verification,
-//! and the hex/base64 decoders the header formats need.
+//! The primitives: HMAC over byte segments, constant-time tag comparison, Ed25519 signing and
+//! verification, and the hex/base64 encoders and decoders the header formats need.
 
 use base64::Engine as _;
 use base64::alphabet;
 use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
-use ed25519_dalek::{Signature, VerifyingKey};
+use ed25519_dalek::{Signature, Signer as _, SigningKey, VerifyingKey};
 use hmac::digest::KeyInit;
 use hmac::{Hmac, Mac};
 use subtle::ConstantTimeEq;
@@ -66,6 +66,12 @@ pub(crate) fn ed25519_verifies(key: &VerifyingKey, message: &[u8], signature: &[
         .is_ok()
 }
 
+/// Pure Ed25519 (RFC 8032) signature of `message`: deterministic, so the same key and bytes give
+/// the same signature (which is what lets `hookbin send` reproduce the v1a vectors).
+pub(crate) fn ed25519_sign(key: &SigningKey, message: &[u8]) -> Vec<u8> {
+    key.sign(message).to_bytes().to_vec()
+}
+
 /// SHA-256 of `data` (Twilio's `bodySHA256`).
 pub(crate) fn sha256(data: &[u8]) -> Vec<u8> {
     use sha2::Digest as _;
@@ -90,6 +96,22 @@ pub(crate) fn decode_hex(text: &str) -> Option<Vec<u8>> {
         .chunks_exact(2)
         .map(|pair| Some(nibble(pair[0])? << 4 | nibble(pair[1])?))
         .collect()
+}
+
+/// Lowercase hex, as every hex-encoding provider sends it.
+pub(crate) fn encode_hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for &b in bytes {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 0xf)]));
+    }
+    out
+}
+
+/// Standard alphabet, padded: what every base64-encoding provider sends.
+pub(crate) fn encode_base64(bytes: &[u8]) -> String {
+    base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
 const PADDING_OPTIONAL: GeneralPurposeConfig =
@@ -143,6 +165,24 @@ mod tests {
         let entries = vec![vec![1; 20], mac.clone()];
         assert_eq!(first_match(&mac, &entries), Some(1));
         assert_eq!(first_match(&mac, &entries[..1]), None);
+    }
+
+    #[test]
+    fn encoders_round_trip_through_the_decoders() {
+        let bytes = [0x00, 0x0a, 0xff, 0x7f, 0x80];
+        assert_eq!(encode_hex(&bytes), "000aff7f80");
+        assert_eq!(decode_hex(&encode_hex(&bytes)), Some(bytes.to_vec()));
+        assert_eq!(encode_base64(b"hi"), "aGk=");
+        assert_eq!(decode_base64(&encode_base64(&bytes)), Some(bytes.to_vec()));
+    }
+
+    #[test]
+    fn ed25519_signatures_verify_and_are_deterministic() {
+        let key = SigningKey::from_bytes(&[7; 32]);
+        let sig = ed25519_sign(&key, b"msg");
+        assert_eq!(sig, ed25519_sign(&key, b"msg"));
+        assert!(ed25519_verifies(&key.verifying_key(), b"msg", &sig));
+        assert!(!ed25519_verifies(&key.verifying_key(), b"msg!", &sig));
     }
 
     #[test]
