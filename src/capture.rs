@@ -236,22 +236,33 @@ pub async fn capture(
 
 /// Queues the row and waits for its commit; the request id, or the response to send instead.
 async fn persist(state: &AppState, request: StoredRequest) -> Result<i64, Response<Body>> {
-    let pending = match state
-        .store
-        .try_capture(request, state.config.max_requests_per_bin)
+    let config = &state.config;
+    if let Some(max) = config.max_db_bytes
+        && state.store.used_bytes() >= max
     {
-        Ok(pending) => pending,
-        Err(e) => {
-            if matches!(e, StoreError::QueueFull) {
-                state
-                    .metrics
-                    .captures_rejected_queue_full
-                    .fetch_add(1, Relaxed);
-                tracing::warn!("write queue full: answering 503");
+        state
+            .metrics
+            .captures_rejected_storage_full
+            .fetch_add(1, Relaxed);
+        return Err(ApiError::storage_full().into_response());
+    }
+    let pending =
+        match state
+            .store
+            .try_capture(request, config.max_requests_per_bin, config.max_bin_bytes)
+        {
+            Ok(pending) => pending,
+            Err(e) => {
+                if matches!(e, StoreError::QueueFull) {
+                    state
+                        .metrics
+                        .captures_rejected_queue_full
+                        .fetch_add(1, Relaxed);
+                    tracing::warn!("write queue full: answering 503");
+                }
+                return Err(ApiError::from(e).into_response());
             }
-            return Err(ApiError::from(e).into_response());
-        }
-    };
+        };
     match pending.outcome().await {
         Ok(CaptureOutcome::Stored { id, evicted }) => {
             state.metrics.requests_captured.fetch_add(1, Relaxed);
@@ -259,7 +270,15 @@ async fn persist(state: &AppState, request: StoredRequest) -> Result<i64, Respon
             Ok(id)
         }
         Ok(CaptureOutcome::BinGone) => Err(ApiError::bin_not_found().into_response()),
-        Err(e) => Err(ApiError::from(e).into_response()),
+        Err(e) => {
+            if matches!(e, StoreError::Full(_)) {
+                state
+                    .metrics
+                    .captures_rejected_storage_full
+                    .fetch_add(1, Relaxed);
+            }
+            Err(ApiError::from(e).into_response())
+        }
     }
 }
 

@@ -21,6 +21,7 @@ mod logs;
 mod nginx;
 mod probe;
 mod providers;
+mod quotas;
 mod receiver;
 mod replay_support;
 mod security;
