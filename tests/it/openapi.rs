@@ -141,7 +141,8 @@ fn seed(server: &Server, bin: &str) -> Vec<String> {
     let multipart: &[u8] = b"--xyz\r\nContent-Disposition: form-data; name=\"file\"; \
         filename=\"a.txt\"\r\nContent-Type: text/plain\r\n\r\nhello\r\n--xyz\r\n\
         Content-Disposition: form-data; name=\"n\"\r\n\r\n42\r\n--xyz--\r\n";
-    let requests: Vec<(&str, Vec<(&str, &str)>, Vec<u8>)> = vec![
+    type Capture<'a> = (&'a str, Vec<(&'a str, &'a str)>, Vec<u8>);
+    let requests: Vec<Capture> = vec![
         (
             "POST",
             vec![
