@@ -17,17 +17,17 @@ use hyper::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderValue};
 use hyper::{Request, Response, StatusCode};
 use tokio::sync::{broadcast, mpsc};
 
-use super::ConnInfo;
-use super::api::live_bin;
-use super::body::ChannelBody;
-use super::client::client_ip;
-use super::error::ApiError;
 use super::views;
+use crate::bins;
 use crate::clock::now_ms;
 use crate::ids;
 use crate::limits::{ClientSlot, Slot};
 use crate::model::RequestSummary;
 use crate::state::AppState;
+use crate::web::ConnInfo;
+use crate::web::body::ChannelBody;
+use crate::web::client::client_ip;
+use crate::web::error::ApiError;
 
 /// A comment line this often keeps proxies and browsers from closing an idle stream.
 const KEEPALIVE: Duration = Duration::from_secs(15);
@@ -39,8 +39,8 @@ pub async fn stream(
     req: &Request<Incoming>,
     bin: &str,
     conn: &ConnInfo,
-) -> Result<Response<super::body::Body>, ApiError> {
-    live_bin(state, bin, now_ms())?;
+) -> Result<Response<crate::web::body::Body>, ApiError> {
+    bins::live(state, bin, now_ms())?;
     let last = last_event_id(req)?;
     // Held by the feeding task: the client's stream count drops when the stream ends.
     let ip = client_ip(&state.config, conn.peer, req.headers());

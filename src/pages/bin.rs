@@ -15,14 +15,13 @@ use super::format::{
 };
 use super::request::{Detail, detail};
 use super::{PageError, PageResult, field, query_param, read_form, render, see_other, shell_quote};
+use crate::bins;
 use crate::clock::{now_ms, rfc3339_ms};
-use crate::http::api::{live_bin, request_page};
-use crate::http::client::capture_base;
-use crate::http::error::ApiError;
 use crate::ids;
 use crate::model::{Bin, RequestSummary};
 use crate::response::ResponseSpec;
 use crate::state::AppState;
+use crate::web::client::capture_base;
 
 /// Rows per page of the request list.
 const PAGE_SIZE: usize = 50;
@@ -252,13 +251,8 @@ async fn render_page(
     rejected: Option<ResponseForm>,
 ) -> PageResult {
     let now = now_ms();
-    live_bin(state, bin_id, now)?;
-    let bin: Bin = state
-        .store
-        .get_bin(bin_id, now)
-        .await?
-        .ok_or_else(|| PageError::from(ApiError::bin_not_found()))?;
-    let (summaries, older) = request_page(state, bin_id, query.cursor, PAGE_SIZE).await?;
+    let bin: Bin = bins::get(state, bin_id, now).await?;
+    let (summaries, older) = bins::page(state, bin_id, query.cursor, PAGE_SIZE).await?;
     let page_suffix = query
         .cursor
         .map(|c| format!("&cursor={}", ids::encode_cursor(c)))
@@ -271,7 +265,11 @@ async fn render_page(
     };
     let base = capture_base(&state.config, headers);
     let stored = match wanted {
-        Some(id) => state.store.get_request(bin_id, id).await?,
+        Some(id) => state
+            .store
+            .get_request(bin_id, id)
+            .await
+            .map_err(bins::Error::from)?,
         None => None,
     };
     let missing = query.selected.is_some() && stored.is_none();
@@ -339,21 +337,14 @@ async fn render_page(
 
 pub async fn delete_bin(state: &Arc<AppState>, req: Request<Incoming>, bin: &str) -> PageResult {
     read_form(state, req).await?;
-    live_bin(state, bin, now_ms())?;
-    if state.store.delete_bin(bin).await? {
-        state
-            .metrics
-            .bins_deleted
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        tracing::info!(bin_id = %bin, "bin deleted from its page");
-    }
+    // Gone between the check and the delete is fine: it is gone, as the user wanted.
+    bins::delete(state, bin).await?;
     Ok(see_other("/?deleted=1"))
 }
 
 pub async fn clear(state: &Arc<AppState>, req: Request<Incoming>, bin: &str) -> PageResult {
     read_form(state, req).await?;
-    live_bin(state, bin, now_ms())?;
-    state.store.clear_requests(bin).await?;
+    bins::clear_requests(state, bin).await?;
     Ok(see_other(&format!("/bins/{bin}")))
 }
 
@@ -361,15 +352,11 @@ pub async fn set_response(state: &Arc<AppState>, req: Request<Incoming>, bin: &s
     let headers = req.headers().clone();
     let form = read_form(state, req).await?;
     let now = now_ms();
-    live_bin(state, bin, now)?;
+    bins::live(state, bin, now)?;
     let mut typed = ResponseForm::from_form(&form);
     match typed.to_spec(bin) {
         Ok(spec) => {
-            state
-                .store
-                .set_response(bin, Some(Arc::new(spec)), now)
-                .await?
-                .ok_or_else(|| PageError::from(ApiError::bin_not_found()))?;
+            bins::set_response(state, bin, Some(spec), now).await?;
             Ok(see_other(&format!("/bins/{bin}#response")))
         }
         Err(message) => {
@@ -391,8 +378,6 @@ pub async fn clear_response(
     bin: &str,
 ) -> PageResult {
     read_form(state, req).await?;
-    let now = now_ms();
-    live_bin(state, bin, now)?;
-    state.store.set_response(bin, None, now).await?;
+    bins::set_response(state, bin, None, now_ms()).await?;
     Ok(see_other(&format!("/bins/{bin}#response")))
 }

@@ -1,0 +1,194 @@
+//! The use cases on bins and their requests, once: what the JSON API, capture and the pages all
+//! do, with the checks, metrics and log lines that go with each.
+//!
+//! Handlers in [`crate::http`] and [`crate::pages`] parse their input, call one of these, and turn
+//! the answer (or an [`Error`]) into their own response; they never call each other. Below this
+//! is [`crate::storage`]. Every use case on an existing bin checks first that it is live (known
+//! and not expired, from memory: no query), so an unknown, expired or malformed bin id is the
+//! same [`Error::BinNotFound`] everywhere.
+
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Duration;
+
+use crate::clock::now_ms;
+use crate::ids;
+use crate::model::{Bin, RequestSummary, StoredRequest};
+use crate::response::ResponseSpec;
+use crate::state::AppState;
+use crate::storage::{BinEntry, CaptureOutcome, StoreError};
+
+/// Why a use case did not happen. The HTTP side maps each to its status
+/// (`web::error::ApiError: From<Error>`).
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Unknown, expired, deleted, or not a bin id at all.
+    #[error("no such bin")]
+    BinNotFound,
+    /// Not a request id, or no such request in this bin (deleted or evicted).
+    #[error("no such request in this bin")]
+    RequestNotFound,
+    /// `--max-bins-per-minute` reached for this client.
+    #[error("at most {per_minute} bins per minute per client address; retry in {retry_after} s")]
+    TooManyBins { retry_after: u64, per_minute: u32 },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// The live bin `bin`, from the in-memory index.
+pub fn live(state: &AppState, bin: &str, now: i64) -> Result<BinEntry, Error> {
+    ids::is_valid_bin_id(bin)
+        .then(|| state.store.bin_entry(bin, now))
+        .flatten()
+        .ok_or(Error::BinNotFound)
+}
+
+/// Counts a bin creation against `--max-bins-per-minute` for `ip`. Checked before anything
+/// else of a creation is read, so a flood costs no parsing.
+pub fn admit(state: &AppState, ip: IpAddr, now: i64) -> Result<(), Error> {
+    // IPv6 clients by their /64, like every per-client limit.
+    state
+        .bin_limit
+        .check(crate::limits::client_key(ip), now)
+        .map_err(|wait| {
+            state.metrics.bins_rate_limited.fetch_add(1, Relaxed);
+            Error::TooManyBins {
+                retry_after: wait,
+                per_minute: state.config.max_bins_per_minute,
+            }
+        })
+}
+
+/// Creates bin `id` (a fresh [`ids::new_bin_id`], after [`admit`]): stored, counted and logged.
+pub async fn create(
+    state: &AppState,
+    id: String,
+    ip: IpAddr,
+    ttl: Duration,
+    response: Option<ResponseSpec>,
+) -> Result<Bin, Error> {
+    let now = now_ms();
+    let bin = Bin {
+        id,
+        created_at: now,
+        expires_at: now.saturating_add(ttl.as_millis() as i64),
+        response: response.as_ref().map(ResponseSpec::to_json),
+        request_count: 0,
+    };
+    state
+        .store
+        .create_bin(bin.clone(), response.map(Arc::new))
+        .await?;
+    state.metrics.bins_created.fetch_add(1, Relaxed);
+    tracing::info!(bin_id = %bin.id, %ip, "bin created");
+    Ok(bin)
+}
+
+/// The live bin with its current request count.
+pub async fn get(state: &AppState, bin: &str, now: i64) -> Result<Bin, Error> {
+    live(state, bin, now)?;
+    state
+        .store
+        .get_bin(bin, now)
+        .await?
+        .ok_or(Error::BinNotFound)
+}
+
+/// Deletes the bin and its requests; `false` when it went away between the check and the
+/// delete (expired or deleted concurrently).
+pub async fn delete(state: &AppState, bin: &str) -> Result<bool, Error> {
+    live(state, bin, now_ms())?;
+    let deleted = state.store.delete_bin(bin).await?;
+    if deleted {
+        state.metrics.bins_deleted.fetch_add(1, Relaxed);
+        tracing::info!(bin_id = %bin, "bin deleted");
+    }
+    Ok(deleted)
+}
+
+/// Sets (or with `None` resets to `200 ok`) the bin's custom response; the updated bin.
+pub async fn set_response(
+    state: &AppState,
+    bin: &str,
+    response: Option<ResponseSpec>,
+    now: i64,
+) -> Result<Bin, Error> {
+    live(state, bin, now)?;
+    state
+        .store
+        .set_response(bin, response.map(Arc::new), now)
+        .await?
+        .ok_or(Error::BinNotFound)
+}
+
+/// Deletes every request of the bin, keeping the bin.
+pub async fn clear_requests(state: &AppState, bin: &str) -> Result<(), Error> {
+    live(state, bin, now_ms())?;
+    Ok(state.store.clear_requests(bin).await?)
+}
+
+/// Up to `limit` summaries older than `cursor`, newest first, and the cursor of the next page
+/// when there is one (one extra row is fetched to know).
+pub async fn page(
+    state: &AppState,
+    bin: &str,
+    cursor: Option<i64>,
+    limit: usize,
+) -> Result<(Vec<RequestSummary>, Option<String>), Error> {
+    live(state, bin, now_ms())?;
+    let mut rows = state.store.list_requests(bin, cursor, limit + 1).await?;
+    let next = if rows.len() > limit {
+        rows.truncate(limit);
+        rows.last()
+            .and_then(|r| r.id.parse().ok())
+            .map(ids::encode_cursor)
+    } else {
+        None
+    };
+    Ok((rows, next))
+}
+
+/// The stored request `id` of the bin.
+pub async fn find_request(state: &AppState, bin: &str, id: &str) -> Result<StoredRequest, Error> {
+    live(state, bin, now_ms())?;
+    let id = ids::parse_request_id(id).ok_or(Error::RequestNotFound)?;
+    state
+        .store
+        .get_request(bin, id)
+        .await?
+        .ok_or(Error::RequestNotFound)
+}
+
+/// Deletes request `id` of the bin; `false` when it was already gone.
+pub async fn delete_request(state: &AppState, bin: &str, id: &str) -> Result<bool, Error> {
+    live(state, bin, now_ms())?;
+    let id = ids::parse_request_id(id).ok_or(Error::RequestNotFound)?;
+    Ok(state.store.delete_request(bin, id).await?)
+}
+
+/// Records a capture: queues it for the writer without waiting for room (a full queue is an
+/// error at once, so a flood gets 503s instead of growing memory) and waits for its commit.
+/// The request id once committed.
+pub async fn record(state: &AppState, request: StoredRequest) -> Result<i64, Error> {
+    let pending = state
+        .store
+        .try_capture(request, state.config.max_requests_per_bin)
+        .inspect_err(|e| {
+            if matches!(e, StoreError::QueueFull) {
+                state
+                    .metrics
+                    .captures_rejected_queue_full
+                    .fetch_add(1, Relaxed);
+                tracing::warn!("write queue full: answering 503");
+            }
+        })?;
+    match pending.outcome().await? {
+        CaptureOutcome::Stored { id, evicted } => {
+            state.metrics.requests_captured.fetch_add(1, Relaxed);
+            state.metrics.requests_evicted.fetch_add(evicted, Relaxed);
+            Ok(id)
+        }
+        CaptureOutcome::BinGone => Err(Error::BinNotFound),
+    }
+}
