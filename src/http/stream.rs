@@ -20,7 +20,7 @@ use tokio::sync::{broadcast, mpsc};
 use super::views;
 use crate::bins;
 use crate::clock::now_ms;
-use crate::ids;
+use crate::ids::{BinId, RequestId};
 use crate::limits::{ClientSlot, Slot};
 use crate::model::RequestSummary;
 use crate::state::AppState;
@@ -37,7 +37,7 @@ const REPLAY_PAGE: usize = 500;
 pub async fn stream(
     state: &Arc<AppState>,
     req: &Request<Incoming>,
-    bin: &str,
+    bin: &BinId,
     conn: &ConnInfo,
 ) -> Result<Response<crate::web::body::Body>, ApiError> {
     bins::live(state, bin, now_ms())?;
@@ -61,11 +61,11 @@ pub async fn stream(
             )
         });
     };
-    let events = state.events.subscribe(bin);
+    let events = state.events.subscribe(bin.as_str());
     let (tx, rx) = mpsc::channel::<Bytes>(64);
     state
         .tasks
-        .spawn(feed(state.clone(), bin.to_owned(), last, events, tx, slot));
+        .spawn(feed(state.clone(), bin.clone(), last, events, tx, slot));
     let mut res = Response::new(ChannelBody(rx).boxed_unsync());
     *res.status_mut() = StatusCode::OK;
     let h = res.headers_mut();
@@ -91,7 +91,7 @@ fn last_event_id(req: &Request<Incoming>) -> Result<Option<i64>, ApiError> {
         // "0": everything from the start: a page rendered while the bin was still empty, or
         // `hookbin forward` resuming after losing the stream before the first event.
         Some("0") => Ok(Some(0)),
-        Some(s) => ids::parse_request_id(s).map(Some).ok_or_else(|| {
+        Some(s) => RequestId::parse(s).map(|id| Some(id.get())).ok_or_else(|| {
             ApiError::bad_request(
                 "invalid_last_event_id",
                 "Last-Event-ID must be a request id",
@@ -111,7 +111,7 @@ fn event(summary: &RequestSummary) -> Bytes {
 /// client's stream slot, given back when this ends.
 async fn feed(
     state: Arc<AppState>,
-    bin: String,
+    bin: BinId,
     last: Option<i64>,
     mut events: broadcast::Receiver<crate::events::Event>,
     tx: mpsc::Sender<Bytes>,
@@ -134,7 +134,7 @@ async fn feed(
         tokio::select! {
             received = events.recv() => match received {
                 Ok(summary) => {
-                    let id: i64 = summary.id.parse().unwrap_or(0);
+                    let id = summary.id.get();
                     if id > last_sent {
                         if tx.send(event(&summary)).await.is_err() {
                             return;
@@ -167,14 +167,14 @@ async fn feed(
 /// Sends every stored request after `last_sent`; false when the client has gone.
 async fn replay(
     state: &AppState,
-    bin: &str,
+    bin: &BinId,
     last_sent: &mut i64,
     tx: &mpsc::Sender<Bytes>,
 ) -> bool {
     loop {
         let rows = match state
             .store
-            .requests_after(bin, *last_sent, REPLAY_PAGE)
+            .requests_after(bin.as_str(), *last_sent, REPLAY_PAGE)
             .await
         {
             Ok(rows) => rows,
@@ -187,7 +187,7 @@ async fn replay(
             if tx.send(event(row)).await.is_err() {
                 return false;
             }
-            *last_sent = row.id.parse().unwrap_or(*last_sent);
+            *last_sent = row.id.get();
         }
         if rows.len() < REPLAY_PAGE {
             return true;

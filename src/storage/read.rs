@@ -10,6 +10,7 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 use tokio::sync::Semaphore;
 
 use super::{BinEntry, StoreError, headers, schema};
+use crate::ids::RequestId;
 use crate::model::{Bin, RequestSummary, StoredRequest};
 use crate::response::ResponseSpec;
 
@@ -136,7 +137,7 @@ const SUMMARY_COLUMNS: &str = "seq, bin_id, received_at, method, path, subpath, 
 
 fn summary_from_row(row: &Row<'_>) -> rusqlite::Result<RequestSummary> {
     Ok(RequestSummary {
-        id: row.get::<_, i64>(0)?.to_string(),
+        id: RequestId::from_row(row.get(0)?),
         bin_id: row.get(1)?,
         received_at: row.get(2)?,
         method: row.get(3)?,
@@ -191,7 +192,7 @@ fn request_from_row(row: &Row<'_>) -> rusqlite::Result<StoredRequest> {
         )
     })?;
     Ok(StoredRequest {
-        id: row.get::<_, i64>(0)?.to_string(),
+        id: RequestId::from_row(row.get(0)?),
         bin_id: row.get(1)?,
         received_at: row.get(2)?,
         method: row.get(3)?,
