@@ -330,10 +330,14 @@ async fn delete_response(state: &AppState, id: &str) -> ApiResult {
     Ok(body::no_content())
 }
 
-/// `limit` (1..=500, default 50) and `cursor` (as issued in `meta.next_cursor`).
-pub fn page_params(query: Option<&str>) -> Result<(usize, Option<i64>), ApiError> {
+/// The list's parameters: `limit` (1..=500, default 50), `cursor` (as issued in
+/// `meta.next_cursor` for the same `q`) and `q` (API.md "Search"; blank: no filter).
+pub fn page_params(
+    query: Option<&str>,
+) -> Result<(usize, Option<i64>, Option<super::search::Search>), ApiError> {
     let mut limit = DEFAULT_PAGE;
     let mut cursor = None;
+    let mut q = String::new();
     for (key, value) in form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
         match key.as_ref() {
             "limit" => {
@@ -349,21 +353,34 @@ pub fn page_params(query: Option<&str>) -> Result<(usize, Option<i64>), ApiError
                     })?;
             }
             "cursor" if value.is_empty() => {}
-            "cursor" => {
-                cursor = Some(ids::decode_cursor(&value).ok_or_else(|| {
-                    ApiError::bad_request("invalid_cursor", "cursor was not issued by this server")
-                })?);
-            }
+            "cursor" => cursor = Some(value.into_owned()),
+            "q" => q = value.into_owned(),
             _ => {}
         }
     }
-    Ok((limit, cursor))
+    let search = super::search::Search::parse(&q)?;
+    let cursor = match cursor {
+        None => None,
+        Some(c) => {
+            let text = search.as_ref().map_or("", |s| s.text.as_str());
+            Some(ids::decode_search_cursor(&c, text).ok_or_else(|| {
+                ApiError::bad_request(
+                    "invalid_cursor",
+                    "cursor was not issued by this server for this q",
+                )
+            })?)
+        }
+    };
+    Ok((limit, cursor, search))
 }
 
 async fn list_requests(state: &AppState, req: &Request<Incoming>, bin: &str) -> ApiResult {
     live_bin(state, bin, now_ms())?;
-    let (limit, cursor) = page_params(req.uri().query())?;
-    let (rows, next) = request_page(state, bin, cursor, limit).await?;
+    let (limit, cursor, search) = page_params(req.uri().query())?;
+    let (rows, next) = match &search {
+        None => request_page(state, bin, cursor, limit).await?,
+        Some(search) => super::search::search_page(state, bin, search, cursor, limit).await?,
+    };
     let data: Vec<Value> = rows.iter().map(views::summary).collect();
     Ok(body::json(
         StatusCode::OK,

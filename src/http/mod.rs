@@ -11,6 +11,7 @@ pub mod body;
 pub mod client;
 pub mod error;
 pub mod replay;
+pub mod search;
 pub mod signature;
 pub mod stream;
 pub mod views;

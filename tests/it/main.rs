@@ -23,6 +23,7 @@ mod probe;
 mod providers;
 mod receiver;
 mod replay_support;
+mod search;
 mod security;
 mod send;
 mod signing;
