@@ -19,6 +19,7 @@ use crate::clock::{now_ms, rfc3339_ms};
 use crate::http::api::{live_bin, request_page};
 use crate::http::client::capture_base;
 use crate::http::error::ApiError;
+use crate::http::search::{Search, search_page};
 use crate::ids;
 use crate::model::{Bin, RequestSummary};
 use crate::response::ResponseSpec;
@@ -210,17 +211,39 @@ struct BinPage {
     response_summary: String,
     form: ResponseForm,
     form_open: bool,
+    /// The search box's text (`?q=`), as typed.
+    q: String,
+    /// `?q=` did not parse: why, naming the term.
+    q_error: Option<String>,
+    /// A valid, non-blank `q` filters the list and the live rows.
+    filtered: bool,
+    /// The first page of the list with this page's `q`.
+    list_href: String,
 }
 
 pub async fn page(state: &AppState, req: &Request<Incoming>, bin: &str) -> PageResult {
+    let q = query_param(req, "q").unwrap_or_default();
+    // A bad query is shown on the page, beside the box, not as an error page: the user fixes
+    // it in place. The list then shows nothing rather than everything, so that an unfiltered
+    // list is never mistaken for results.
+    let (search, q_error) = match Search::parse(&q) {
+        Ok(search) => (search, None),
+        Err(e) => {
+            let message = e.message.strip_prefix("q: ").unwrap_or(&e.message).to_owned();
+            (None, Some(message))
+        }
+    };
     let cursor = match query_param(req, "cursor").filter(|c| !c.is_empty()) {
         None => None,
-        Some(c) => Some(ids::decode_cursor(&c).ok_or_else(|| {
-            PageError::new(
-                StatusCode::BAD_REQUEST,
-                "This page link is damaged (unknown cursor).",
-            )
-        })?),
+        Some(c) => {
+            let text = search.as_ref().map_or("", |s| s.text.as_str());
+            Some(ids::decode_search_cursor(&c, text).ok_or_else(|| {
+                PageError::new(
+                    StatusCode::BAD_REQUEST,
+                    "This page link is damaged (unknown cursor).",
+                )
+            })?)
+        }
     };
     let selected = query_param(req, "req");
     let target = query_param(req, "target");
@@ -232,6 +255,9 @@ pub async fn page(state: &AppState, req: &Request<Incoming>, bin: &str) -> PageR
             cursor,
             selected: selected.as_deref(),
             target: target.as_deref(),
+            q: &q,
+            search: search.as_ref(),
+            q_error,
         },
         None,
     )
@@ -242,6 +268,10 @@ struct PageQuery<'a> {
     cursor: Option<i64>,
     selected: Option<&'a str>,
     target: Option<&'a str>,
+    /// `?q=` as typed (kept in every link of the page).
+    q: &'a str,
+    search: Option<&'a Search>,
+    q_error: Option<String>,
 }
 
 async fn render_page(
@@ -258,10 +288,29 @@ async fn render_page(
         .get_bin(bin_id, now)
         .await?
         .ok_or_else(|| PageError::from(ApiError::bin_not_found()))?;
-    let (summaries, older) = request_page(state, bin_id, query.cursor, PAGE_SIZE).await?;
+    // Read before the search: the stream resumes after it, so that a request arriving during
+    // the search is sent live (the page skips one it already shows).
+    let last_id = match query.search {
+        Some(_) => state.store.last_request_id(bin_id).await?,
+        None => 0,
+    };
+    let (summaries, older) = match (query.search, &query.q_error) {
+        (_, Some(_)) => (Vec::new(), None),
+        (Some(search), None) => {
+            search_page(state, bin_id, search, query.cursor, PAGE_SIZE).await?
+        }
+        (None, None) => request_page(state, bin_id, query.cursor, PAGE_SIZE).await?,
+    };
+    let filtered = query.search.is_some();
+    let q_suffix = if query.q.is_empty() {
+        String::new()
+    } else {
+        format!("&q={}", encode_param(query.q))
+    };
+    let search_text = query.search.map_or("", |s| s.text.as_str());
     let page_suffix = query
         .cursor
-        .map(|c| format!("&cursor={}", ids::encode_cursor(c)))
+        .map(|c| format!("&cursor={}", ids::encode_search_cursor(c, search_text)))
         .unwrap_or_default();
 
     // The selected request: the one asked for, else the newest on this page.
@@ -284,12 +333,16 @@ async fn render_page(
     let rows = summaries
         .iter()
         .map(|s| {
-            let href = format!("/bins/{bin_id}?req={}{page_suffix}", s.id);
+            let href = format!("/bins/{bin_id}?req={}{q_suffix}{page_suffix}", s.id);
             Row::new(s, href, selected_id.as_deref() == Some(s.id.as_str()), now)
         })
         .collect();
     let first_page = query.cursor.is_none();
     let stream_url = match (first_page, summaries.first()) {
+        // Filtered: the server filters the stream too, from the bin's newest request on.
+        (true, _) if filtered => {
+            format!("/api/bins/{bin_id}/stream?last_event_id={last_id}{q_suffix}")
+        }
         (true, Some(newest)) => format!("/api/bins/{bin_id}/stream?last_event_id={}", newest.id),
         // An empty bin: replay from the start, so a request that lands between this render and
         // the stream's start still shows up.
@@ -305,6 +358,8 @@ async fn render_page(
     let form_open = rejected.is_some();
     let status = if rejected.is_some() {
         StatusCode::UNPROCESSABLE_ENTITY
+    } else if query.q_error.is_some() {
+        StatusCode::BAD_REQUEST
     } else {
         StatusCode::OK
     };
@@ -322,8 +377,8 @@ async fn render_page(
         cap: state.config.max_requests_per_bin,
         rows,
         blank_row: Some(Row::blank()),
-        newest_href: (!first_page).then(|| format!("/bins/{bin_id}")),
-        older_href: older.map(|c| format!("/bins/{bin_id}?cursor={c}")),
+        newest_href: (!first_page).then(|| list_href(bin_id, query.q)),
+        older_href: older.map(|c| format!("/bins/{bin_id}?cursor={c}{q_suffix}")),
         stream_url,
         first_page,
         selected,
@@ -333,8 +388,26 @@ async fn render_page(
         response_summary: response_summary(spec.as_ref()),
         form: rejected.unwrap_or_else(|| ResponseForm::from_spec(spec.as_ref())),
         form_open,
+        list_href: list_href(bin_id, query.q),
+        q: query.q.to_owned(),
+        q_error: query.q_error,
+        filtered,
     };
     render(status, &page)
+}
+
+/// The first page of the list, filtered by `q` when there is one.
+fn list_href(bin: &str, q: &str) -> String {
+    if q.is_empty() {
+        format!("/bins/{bin}")
+    } else {
+        format!("/bins/{bin}?q={}", encode_param(q))
+    }
+}
+
+/// `text` as a query parameter value (`application/x-www-form-urlencoded`).
+fn encode_param(text: &str) -> String {
+    form_urlencoded::byte_serialize(text.as_bytes()).collect()
 }
 
 pub async fn delete_bin(state: &Arc<AppState>, req: Request<Incoming>, bin: &str) -> PageResult {
@@ -379,6 +452,9 @@ pub async fn set_response(state: &Arc<AppState>, req: Request<Incoming>, bin: &s
                 cursor: None,
                 selected: None,
                 target: None,
+                q: "",
+                search: None,
+                q_error: None,
             };
             render_page(state, &headers, bin, query, Some(typed)).await
         }

@@ -29,6 +29,7 @@ mod send;
 mod signing;
 mod systemd;
 mod ui_browser;
+mod ui_flows;
 mod ui_pages;
 mod upgrade;
 mod util;

@@ -216,3 +216,62 @@ fn a_bad_q_is_400_invalid_query_naming_the_term() {
         .get("/api/bins/aaaaaaaaaaaaaaaaaaaa/requests?q=x")
         .assert_error(404, "bin_not_found");
 }
+
+/// The next event of a raw SSE stream as (event, id, data), comments and chunk sizes skipped.
+fn next_event(reader: &mut impl std::io::BufRead) -> (String, String, serde_json::Value) {
+    let (mut id, mut event, mut data) = (None, None, None);
+    loop {
+        let mut line = String::new();
+        assert!(reader.read_line(&mut line).unwrap() > 0, "stream ended");
+        let line = line.trim_end_matches(['\r', '\n']);
+        if let Some(v) = line.strip_prefix("id: ") {
+            id = Some(v.to_owned());
+        } else if let Some(v) = line.strip_prefix("event: ") {
+            event = Some(v.to_owned());
+        } else if let Some(v) = line.strip_prefix("data: ") {
+            data = Some(serde_json::from_str(v).unwrap());
+        } else if line.is_empty()
+            && let Some(data) = data.take()
+        {
+            return (event.unwrap(), id.unwrap(), data);
+        }
+    }
+}
+
+#[test]
+fn the_event_stream_filters_by_q_and_counts_what_it_hides() {
+    use std::io::{BufRead, BufReader, Write};
+    let server = Server::start(&[]);
+    let bin = server.create_bin();
+    let early_miss = server.capture(&bin, b"nothing here");
+    let early_hit = server.capture(&bin, b"order paid");
+    let mut conn = server.connect();
+    write!(
+        conn,
+        "GET /api/bins/{bin}/stream?last_event_id=0&q=body%3Apaid HTTP/1.1\r\nHost: x\r\n\r\n"
+    )
+    .unwrap();
+    let mut reader = BufReader::new(conn);
+    let mut status = String::new();
+    reader.read_line(&mut status).unwrap();
+    assert!(status.contains(" 200 "), "{status}");
+    // Replay, then live: a match is a `request` event with the summary, a miss a `filtered`
+    // event with the id only.
+    assert_eq!(
+        next_event(&mut reader),
+        ("filtered".into(), early_miss.clone(), serde_json::json!({"id": early_miss}))
+    );
+    let (event, id, data) = next_event(&mut reader);
+    assert_eq!((event.as_str(), id.as_str()), ("request", early_hit.as_str()));
+    assert_eq!(data["body_size"], 10);
+    let live_hit = server.capture(&bin, b"PAID twice");
+    let live_miss = server.capture(&bin, b"refunded");
+    assert_eq!(next_event(&mut reader).0.as_str(), "request");
+    let (event, id, _) = next_event(&mut reader);
+    assert_eq!((event.as_str(), id.as_str()), ("filtered", live_miss.as_str()));
+    assert_ne!(live_hit, live_miss);
+
+    server
+        .get(&format!("/api/bins/{bin}/stream?q=nope%3Ax"))
+        .assert_error(400, "invalid_query");
+}
