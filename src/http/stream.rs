@@ -71,9 +71,15 @@ pub async fn stream(
     };
     let events = state.events.subscribe(bin);
     let (tx, rx) = mpsc::channel::<Bytes>(64);
-    state
-        .tasks
-        .spawn(feed(state.clone(), bin.to_owned(), last, filter, events, tx, slot));
+    state.tasks.spawn(feed(
+        state.clone(),
+        bin.to_owned(),
+        last,
+        filter,
+        events,
+        tx,
+        slot,
+    ));
     let mut res = Response::new(ChannelBody(rx).boxed_unsync());
     *res.status_mut() = StatusCode::OK;
     let h = res.headers_mut();
@@ -244,7 +250,11 @@ async fn replay(
             }
         };
         for row in &rows {
-            if tx.send(filtered_event(state, filter, row).await).await.is_err() {
+            if tx
+                .send(filtered_event(state, filter, row).await)
+                .await
+                .is_err()
+            {
                 return false;
             }
             *last_sent = row.id.parse().unwrap_or(*last_sent);

@@ -229,7 +229,11 @@ pub async fn page(state: &AppState, req: &Request<Incoming>, bin: &str) -> PageR
     let (search, q_error) = match Search::parse(&q) {
         Ok(search) => (search, None),
         Err(e) => {
-            let message = e.message.strip_prefix("q: ").unwrap_or(&e.message).to_owned();
+            let message = e
+                .message
+                .strip_prefix("q: ")
+                .unwrap_or(&e.message)
+                .to_owned();
             (None, Some(message))
         }
     };
@@ -296,9 +300,7 @@ async fn render_page(
     };
     let (summaries, older) = match (query.search, &query.q_error) {
         (_, Some(_)) => (Vec::new(), None),
-        (Some(search), None) => {
-            search_page(state, bin_id, search, query.cursor, PAGE_SIZE).await?
-        }
+        (Some(search), None) => search_page(state, bin_id, search, query.cursor, PAGE_SIZE).await?,
         (None, None) => request_page(state, bin_id, query.cursor, PAGE_SIZE).await?,
     };
     let filtered = query.search.is_some();

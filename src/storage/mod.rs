@@ -24,8 +24,8 @@ use crate::events::EventHub;
 use crate::model::{Bin, RequestSummary, StoredRequest};
 use crate::response::ResponseSpec;
 
-pub use schema::{SCHEMA_SQL, SCHEMA_VERSION};
 pub use read::{ScanBudget, SearchPage};
+pub use schema::{SCHEMA_SQL, SCHEMA_VERSION};
 pub use writer::{CaptureOutcome, ReapProgress};
 
 #[derive(Debug, thiserror::Error)]

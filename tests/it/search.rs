@@ -40,10 +40,7 @@ fn fixture(server: &Server) -> (String, [String; 4]) {
 
 /// The ids `q` finds, newest first.
 fn found(server: &Server, bin: &str, q: &str) -> Vec<String> {
-    let res = server.get(&format!(
-        "/api/bins/{bin}/requests?q={}",
-        urlencoding(q)
-    ));
+    let res = server.get(&format!("/api/bins/{bin}/requests?q={}", urlencoding(q)));
     assert_eq!(res.status, 200, "q={q}: {}", res.text());
     let body = res.json();
     assert!(body["meta"]["next_cursor"].is_null(), "q={q}: {body}");
@@ -179,7 +176,9 @@ fn a_search_pages_with_a_cursor_that_belongs_to_its_query() {
     assert_eq!(seen, matching);
     assert_eq!(pages, 3);
     // A list cursor is not a search cursor either.
-    let list = server.get(&format!("/api/bins/{bin}/requests?limit=2")).json();
+    let list = server
+        .get(&format!("/api/bins/{bin}/requests?limit=2"))
+        .json();
     let list_cursor = list["meta"]["next_cursor"].as_str().unwrap();
     server
         .get(&format!(
@@ -200,15 +199,9 @@ fn a_bad_q_is_400_invalid_query_naming_the_term() {
         ("-Colour:\"red\"", "Colour:"),
         ("header:", "header:"),
     ] {
-        let res = server.get(&format!(
-            "/api/bins/{bin}/requests?q={}",
-            urlencoding(q)
-        ));
+        let res = server.get(&format!("/api/bins/{bin}/requests?q={}", urlencoding(q)));
         res.assert_error(400, "invalid_query");
-        let message = res.json()["error"]["message"]
-            .as_str()
-            .unwrap()
-            .to_owned();
+        let message = res.json()["error"]["message"].as_str().unwrap().to_owned();
         assert!(message.contains(term), "q={q}: {message}");
     }
     // An unknown bin is still a 404, whatever the query.
@@ -259,16 +252,26 @@ fn the_event_stream_filters_by_q_and_counts_what_it_hides() {
     // event with the id only.
     assert_eq!(
         next_event(&mut reader),
-        ("filtered".into(), early_miss.clone(), serde_json::json!({"id": early_miss}))
+        (
+            "filtered".into(),
+            early_miss.clone(),
+            serde_json::json!({"id": early_miss})
+        )
     );
     let (event, id, data) = next_event(&mut reader);
-    assert_eq!((event.as_str(), id.as_str()), ("request", early_hit.as_str()));
+    assert_eq!(
+        (event.as_str(), id.as_str()),
+        ("request", early_hit.as_str())
+    );
     assert_eq!(data["body_size"], 10);
     let live_hit = server.capture(&bin, b"PAID twice");
     let live_miss = server.capture(&bin, b"refunded");
     assert_eq!(next_event(&mut reader).0.as_str(), "request");
     let (event, id, _) = next_event(&mut reader);
-    assert_eq!((event.as_str(), id.as_str()), ("filtered", live_miss.as_str()));
+    assert_eq!(
+        (event.as_str(), id.as_str()),
+        ("filtered", live_miss.as_str())
+    );
     assert_ne!(live_hit, live_miss);
 
     server

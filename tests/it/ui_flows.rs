@@ -26,9 +26,11 @@ fn send(server: &Server, bin: &str, subpath: &str, content_type: &str, body: &[u
 
 /// The ids of the rows in the list, top to bottom.
 fn listed(page: &Page<'_>) -> Vec<String> {
-    serde_json::from_value(page.eval(
-        "Array.from(document.querySelectorAll('#requests li.row')).map(li => li.dataset.id)",
-    ))
+    serde_json::from_value(
+        page.eval(
+            "Array.from(document.querySelectorAll('#requests li.row')).map(li => li.dataset.id)",
+        ),
+    )
     .unwrap()
 }
 
@@ -106,10 +108,11 @@ fn ui_search_filters_the_list_survives_reload_and_applies_to_live_arrivals() {
             "Array.from(document.querySelectorAll('#requests a.row-link')).map(a => a.search)",
         );
         assert!(
-            hrefs.as_array().unwrap().iter().all(|h| h
-                .as_str()
+            hrefs
+                .as_array()
                 .unwrap()
-                .contains("q=body%3Apaid")),
+                .iter()
+                .all(|h| h.as_str().unwrap().contains("q=body%3Apaid")),
             "{name}: {hrefs}"
         );
         page.screenshot(&format!("search-{name}"));
@@ -133,7 +136,10 @@ fn ui_search_filters_the_list_survives_reload_and_applies_to_live_arrivals() {
         assert_eq!(listed(&page), [shown.clone(), paid.clone()], "{name}");
         assert!(!listed(&page).contains(&hidden));
         page.wait_for(
-            &format!("document.querySelector('#count').textContent === '{}'", count_before + 2),
+            &format!(
+                "document.querySelector('#count').textContent === '{}'",
+                count_before + 2
+            ),
             "both arrivals to be counted",
         );
         assert!(
