@@ -89,20 +89,20 @@ fn ui_search_filters_the_list_survives_reload_and_applies_to_live_arrivals() {
             json!("?q=body%3Apaid+-path%3A%2Fgithub"),
             "{name}: the filter is in the page URL"
         );
-        assert_eq!(listed(&page), [paid.clone()], "{name}");
+        assert_eq!(listed(&page), vec![paid.clone()], "{name}");
         assert!(
             page.text("#filter-note").unwrap().contains("body:paid"),
             "{name}"
         );
 
         // A reload keeps it: the box and the list.
-        page.goto(&page.eval("location.href").as_str().unwrap().to_owned());
+        page.goto(page.eval("location.href").as_str().unwrap());
         assert_eq!(
             page.eval("document.querySelector('#q').value"),
             json!("body:paid -path:/github"),
             "{name}"
         );
-        assert_eq!(listed(&page), [paid.clone()], "{name}");
+        assert_eq!(listed(&page), vec![paid.clone()], "{name}");
         // Every row link keeps the search.
         let hrefs = page.eval(
             "Array.from(document.querySelectorAll('#requests a.row-link')).map(a => a.search)",
