@@ -44,7 +44,7 @@ pub struct Config {
 }
 
 /// The host of `--capture-url`: bin URLs are `{base}/r/{bin}`, and requests are told apart by
-/// the host they name (see [`crate::http::client::is_capture_host`]).
+/// the host they name (see [`crate::web::client::is_capture_host`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CaptureHost {
     /// `scheme://host[:port]`, as given, without a trailing slash.

@@ -1,12 +1,8 @@
 //! The JSON API under `/api` (see API.md).
 
-use std::net::IpAddr;
 use std::sync::Arc;
-use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use hyper::header::{
     CONTENT_DISPOSITION, CONTENT_TYPE, HeaderValue, LOCATION, X_CONTENT_TYPE_OPTIONS,
@@ -14,16 +10,16 @@ use hyper::header::{
 use hyper::{Method, Request, Response, StatusCode};
 use serde_json::{Value, json};
 
-use super::ConnInfo;
-use super::body::{self, Body};
-use super::client::{capture_base, client_ip, is_cross_site, public_base};
-use super::error::ApiError;
 use super::views;
+use crate::bins;
 use crate::clock::now_ms;
 use crate::ids;
-use crate::model::{Bin, RequestSummary};
 use crate::response::ResponseSpec;
 use crate::state::AppState;
+use crate::web::ConnInfo;
+use crate::web::body::{self, Body, read_small_body};
+use crate::web::client::{capture_base, client_ip, is_cross_site, public_base};
+use crate::web::error::ApiError;
 
 /// JSON bodies sent to the API are small (a ResponseSpec body is at most 64 KiB).
 const MAX_API_BODY: usize = 1024 * 1024;
@@ -102,19 +98,6 @@ pub async fn route(state: &Arc<AppState>, req: Request<Incoming>, conn: &ConnInf
     }
 }
 
-/// Fails with 404 unless `id` names a live bin.
-pub fn live_bin(state: &AppState, id: &str, now: i64) -> Result<(), ApiError> {
-    if ids::is_valid_bin_id(id) && state.store.bin_entry(id, now).is_some() {
-        Ok(())
-    } else {
-        Err(ApiError::bin_not_found())
-    }
-}
-
-fn request_id(id: &str) -> Result<i64, ApiError> {
-    ids::parse_request_id(id).ok_or_else(ApiError::request_not_found)
-}
-
 /// Reads a JSON request body; `None` when the body is empty.
 pub async fn read_json(
     state: &AppState,
@@ -130,95 +113,22 @@ pub async fn read_json(
     })
 }
 
-pub async fn read_small_body(
-    body: Incoming,
-    limit: usize,
-    timeout: Duration,
-) -> Result<Bytes, ApiError> {
-    let collect = Limited::new(body, limit).collect();
-    match tokio::time::timeout(timeout, collect).await {
-        Err(_) => Err(ApiError::new(
-            StatusCode::REQUEST_TIMEOUT,
-            "body_timeout",
-            "the request body did not arrive in time",
-        )),
-        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => Err(ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "body_too_large",
-            format!("API request bodies are limited to {limit} bytes"),
-        )),
-        Ok(Err(e)) => Err(ApiError::bad_request(
-            "bad_body",
-            format!("cannot read the body: {e}"),
-        )),
-        Ok(Ok(collected)) => Ok(collected.to_bytes()),
-    }
-}
-
 async fn create_bin(state: &Arc<AppState>, req: Request<Incoming>, conn: &ConnInfo) -> ApiResult {
     let ip = client_ip(&state.config, conn.peer, req.headers());
     let base = public_base(&state.config, req.headers());
     let capture = capture_base(&state.config, req.headers());
     // The limit is checked before the body is read: a flood costs no parsing.
-    admit_new_bin(state, ip, now_ms())?;
+    bins::admit(state, ip, now_ms())?;
     let options = read_json(state, req).await?;
     // The id comes first: a custom response is checked against its bin (cookie paths...).
     let id = ids::new_bin_id();
     let (ttl, response) = bin_options(options.as_ref(), state.config.bin_ttl, &id)?;
-    let bin = store_new_bin(state, id, ip, ttl, response).await?;
+    let bin = bins::create(state, id, ip, ttl, response).await?;
     let mut res = body::json(StatusCode::CREATED, &views::bin(&bin, &base, &capture));
     if let Ok(location) = HeaderValue::from_str(&format!("/api/bins/{}", bin.id)) {
         res.headers_mut().insert(LOCATION, location);
     }
     Ok(res)
-}
-
-/// Counts a bin creation against `--max-bins-per-minute` for `ip`; 429 beyond it.
-pub fn admit_new_bin(state: &AppState, ip: IpAddr, now: i64) -> Result<(), ApiError> {
-    // IPv6 clients by their /64, like every per-client limit.
-    state
-        .bin_limit
-        .check(crate::limits::client_key(ip), now)
-        .map_err(|wait| {
-            state.metrics.bins_rate_limited.fetch_add(1, Relaxed);
-            ApiError {
-                retry_after: Some(wait),
-                ..ApiError::new(
-                    StatusCode::TOO_MANY_REQUESTS,
-                    "too_many_bins",
-                    format!(
-                        "at most {} bins per minute per client address; retry in {wait} s",
-                        state.config.max_bins_per_minute
-                    ),
-                )
-            }
-        })
-}
-
-/// Creates bin `id` (a fresh [`ids::new_bin_id`], after [`admit_new_bin`]): stored, counted
-/// and logged.
-pub async fn store_new_bin(
-    state: &AppState,
-    id: String,
-    ip: IpAddr,
-    ttl: Duration,
-    response: Option<ResponseSpec>,
-) -> Result<Bin, ApiError> {
-    let now = now_ms();
-    let bin = Bin {
-        id,
-        created_at: now,
-        expires_at: now.saturating_add(ttl.as_millis() as i64),
-        response: response.as_ref().map(ResponseSpec::to_json),
-        request_count: 0,
-    };
-    state
-        .store
-        .create_bin(bin.clone(), response.map(Arc::new))
-        .await?;
-    state.metrics.bins_created.fetch_add(1, Relaxed);
-    tracing::info!(bin_id = %bin.id, %ip, "bin created");
-    Ok(bin)
 }
 
 /// `{"ttl_seconds": n, "response": ResponseSpec}`, both optional, for the new bin `bin`.
@@ -268,13 +178,7 @@ pub fn bin_options(
 }
 
 async fn get_bin(state: &AppState, req: &Request<Incoming>, id: &str) -> ApiResult {
-    let now = now_ms();
-    live_bin(state, id, now)?;
-    let bin = state
-        .store
-        .get_bin(id, now)
-        .await?
-        .ok_or_else(ApiError::bin_not_found)?;
+    let bin = bins::get(state, id, now_ms()).await?;
     Ok(body::json(
         StatusCode::OK,
         &views::bin(
@@ -286,18 +190,15 @@ async fn get_bin(state: &AppState, req: &Request<Incoming>, id: &str) -> ApiResu
 }
 
 async fn delete_bin(state: &AppState, id: &str) -> ApiResult {
-    live_bin(state, id, now_ms())?;
-    if !state.store.delete_bin(id).await? {
+    if !bins::delete(state, id).await? {
         return Err(ApiError::bin_not_found());
     }
-    state.metrics.bins_deleted.fetch_add(1, Relaxed);
-    tracing::info!(bin_id = %id, "bin deleted");
     Ok(body::no_content())
 }
 
 async fn put_response(state: &AppState, req: Request<Incoming>, id: &str) -> ApiResult {
-    let now = now_ms();
-    live_bin(state, id, now)?;
+    // Checked before the body is read: no parsing for a bin that is not there.
+    bins::live(state, id, now_ms())?;
     let base = public_base(&state.config, req.headers());
     let capture = capture_base(&state.config, req.headers());
     let value = read_json(state, req).await?.ok_or_else(|| {
@@ -308,11 +209,7 @@ async fn put_response(state: &AppState, req: Request<Incoming>, id: &str) -> Api
     })?;
     let spec = ResponseSpec::from_json(&value, "", id)
         .map_err(|e| ApiError::unprocessable("invalid_response", e.to_string()))?;
-    let bin = state
-        .store
-        .set_response(id, Some(Arc::new(spec)), now)
-        .await?
-        .ok_or_else(ApiError::bin_not_found)?;
+    let bin = bins::set_response(state, id, Some(spec), now_ms()).await?;
     Ok(body::json(
         StatusCode::OK,
         &views::bin(&bin, &base, &capture),
@@ -320,13 +217,7 @@ async fn put_response(state: &AppState, req: Request<Incoming>, id: &str) -> Api
 }
 
 async fn delete_response(state: &AppState, id: &str) -> ApiResult {
-    let now = now_ms();
-    live_bin(state, id, now)?;
-    state
-        .store
-        .set_response(id, None, now)
-        .await?
-        .ok_or_else(ApiError::bin_not_found)?;
+    bins::set_response(state, id, None, now_ms()).await?;
     Ok(body::no_content())
 }
 
@@ -334,7 +225,7 @@ async fn delete_response(state: &AppState, id: &str) -> ApiResult {
 /// `meta.next_cursor` for the same `q`) and `q` (API.md "Search"; blank: no filter).
 pub fn page_params(
     query: Option<&str>,
-) -> Result<(usize, Option<i64>, Option<super::search::Search>), ApiError> {
+) -> Result<(usize, Option<i64>, Option<bins::Search>), ApiError> {
     let mut limit = DEFAULT_PAGE;
     let mut cursor = None;
     let mut q = String::new();
@@ -358,29 +249,23 @@ pub fn page_params(
             _ => {}
         }
     }
-    let search = super::search::Search::parse(&q)?;
+    let search = bins::Search::parse(&q)?;
     let cursor = match cursor {
         None => None,
-        Some(c) => {
-            let text = search.as_ref().map_or("", |s| s.text.as_str());
-            Some(ids::decode_search_cursor(&c, text).ok_or_else(|| {
-                ApiError::bad_request(
-                    "invalid_cursor",
-                    "cursor was not issued by this server for this q",
-                )
-            })?)
-        }
+        Some(c) => Some(bins::decode_cursor(&c, search.as_ref()).ok_or_else(|| {
+            ApiError::bad_request(
+                "invalid_cursor",
+                "cursor was not issued by this server for this q",
+            )
+        })?),
     };
     Ok((limit, cursor, search))
 }
 
 async fn list_requests(state: &AppState, req: &Request<Incoming>, bin: &str) -> ApiResult {
-    live_bin(state, bin, now_ms())?;
+    bins::live(state, bin, now_ms())?;
     let (limit, cursor, search) = page_params(req.uri().query())?;
-    let (rows, next) = match &search {
-        None => request_page(state, bin, cursor, limit).await?,
-        Some(search) => super::search::search_page(state, bin, search, cursor, limit).await?,
-    };
+    let (rows, next) = bins::search(state, bin, search.as_ref(), cursor, limit).await?;
     let data: Vec<Value> = rows.iter().map(views::summary).collect();
     Ok(body::json(
         StatusCode::OK,
@@ -388,49 +273,13 @@ async fn list_requests(state: &AppState, req: &Request<Incoming>, bin: &str) -> 
     ))
 }
 
-/// Up to `limit` summaries older than `cursor`, newest first, and the cursor of the next page
-/// when there is one (one extra row is fetched to know).
-pub async fn request_page(
-    state: &AppState,
-    bin: &str,
-    cursor: Option<i64>,
-    limit: usize,
-) -> Result<(Vec<RequestSummary>, Option<String>), ApiError> {
-    let mut rows = state.store.list_requests(bin, cursor, limit + 1).await?;
-    let next = if rows.len() > limit {
-        rows.truncate(limit);
-        rows.last()
-            .and_then(|r| r.id.parse().ok())
-            .map(ids::encode_cursor)
-    } else {
-        None
-    };
-    Ok((rows, next))
-}
-
 async fn clear_requests(state: &AppState, bin: &str) -> ApiResult {
-    live_bin(state, bin, now_ms())?;
-    state.store.clear_requests(bin).await?;
+    bins::clear_requests(state, bin).await?;
     Ok(body::no_content())
 }
 
-/// The stored request, or 404 for an unknown bin or request id.
-pub async fn find_request(
-    state: &AppState,
-    bin: &str,
-    id: &str,
-) -> Result<crate::model::StoredRequest, ApiError> {
-    live_bin(state, bin, now_ms())?;
-    let id = request_id(id)?;
-    state
-        .store
-        .get_request(bin, id)
-        .await?
-        .ok_or_else(ApiError::request_not_found)
-}
-
 async fn get_request(state: &AppState, bin: &str, id: &str) -> ApiResult {
-    let request = find_request(state, bin, id).await?;
+    let request = bins::find_request(state, bin, id).await?;
     let limit = state.config.max_decoded_bytes;
     // Off the async threads: `parts` of an encoded multipart body means decoding it.
     let value = tokio::task::spawn_blocking(move || views::request(&request, limit))
@@ -440,8 +289,7 @@ async fn get_request(state: &AppState, bin: &str, id: &str) -> ApiResult {
 }
 
 async fn delete_request(state: &AppState, bin: &str, id: &str) -> ApiResult {
-    live_bin(state, bin, now_ms())?;
-    if !state.store.delete_request(bin, request_id(id)?).await? {
+    if !bins::delete_request(state, bin, id).await? {
         return Err(ApiError::request_not_found());
     }
     Ok(body::no_content())
@@ -450,7 +298,7 @@ async fn delete_request(state: &AppState, bin: &str, id: &str) -> ApiResult {
 /// The body as a download (`?decode=1`: with its `Content-Encoding` undone).
 async fn get_body(state: &AppState, req: &Request<Incoming>, bin: &str, id: &str) -> ApiResult {
     let decode = decode_param(req.uri().query())?;
-    let request = find_request(state, bin, id).await?;
+    let request = bins::find_request(state, bin, id).await?;
     let raw_name = format!("request-{}.bin", request.id);
     let Some(encoding) = decode
         .then(|| crate::content::content_encoding(&request.headers))
@@ -505,7 +353,7 @@ fn decode_param(query: Option<&str>) -> Result<bool, ApiError> {
 
 /// `GET .../body/parts/{n}`: part `n` (0-based) of a multipart body, as a download.
 async fn get_part(state: &AppState, bin: &str, id: &str, n: &str) -> ApiResult {
-    let request = find_request(state, bin, id).await?;
+    let request = bins::find_request(state, bin, id).await?;
     let not_found = || {
         ApiError::new(
             StatusCode::NOT_FOUND,

@@ -20,15 +20,15 @@ use hyper::header::{
 use hyper::{Request, Response, StatusCode};
 use tokio::sync::mpsc;
 
-use super::api::{find_request, live_bin};
-use super::body::{self, Body, ChannelBody};
-use super::client::capture_base;
-use super::error::ApiError;
 use super::views;
+use crate::bins;
 use crate::clock::now_ms;
 use crate::model::StoredRequest;
 use crate::render::{CurlError, curl_command, har};
 use crate::state::AppState;
+use crate::web::body::{self, Body, ChannelBody};
+use crate::web::client::capture_base;
+use crate::web::error::ApiError;
 
 /// Rows per export query at most.
 const PAGE_ROWS: usize = 100;
@@ -43,7 +43,7 @@ type ApiResult = Result<Response<Body>, ApiError>;
 pub const WARNING_HEADER: &str = "x-hookbin-warning";
 
 pub async fn curl(state: &AppState, req: &Request<Incoming>, bin: &str, id: &str) -> ApiResult {
-    let request = find_request(state, bin, id).await?;
+    let request = bins::find_request(state, bin, id).await?;
     let target = query_param(req.uri().query(), "target").filter(|t| !t.is_empty());
     let base = capture_base(&state.config, req.headers());
     let command = curl_command(&request, &base, target.as_deref()).map_err(|e| match e {
@@ -155,7 +155,7 @@ fn render_entry(
 }
 
 pub async fn export(state: &Arc<AppState>, req: &Request<Incoming>, bin: &str) -> ApiResult {
-    live_bin(state, bin, now_ms())?;
+    bins::live(state, bin, now_ms())?;
     let format = Format::parse(req.uri().query())?;
     let bin_url = format!("{}/r/{bin}", capture_base(&state.config, req.headers()));
     let envelope = Envelope::new(format, &bin_url)?;

@@ -23,18 +23,17 @@ use hyper::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderValue};
 use hyper::{Request, Response, StatusCode};
 use tokio::sync::{broadcast, mpsc};
 
-use super::ConnInfo;
-use super::api::live_bin;
-use super::body::ChannelBody;
-use super::client::client_ip;
-use super::error::ApiError;
-use super::search::{SEARCH_DECODE_LIMIT, Search};
 use super::views;
+use crate::bins::{self, Search};
 use crate::clock::now_ms;
 use crate::ids;
 use crate::limits::{ClientSlot, Slot};
 use crate::model::RequestSummary;
 use crate::state::AppState;
+use crate::web::ConnInfo;
+use crate::web::body::ChannelBody;
+use crate::web::client::client_ip;
+use crate::web::error::ApiError;
 
 /// A comment line this often keeps proxies and browsers from closing an idle stream.
 const KEEPALIVE: Duration = Duration::from_secs(15);
@@ -46,8 +45,8 @@ pub async fn stream(
     req: &Request<Incoming>,
     bin: &str,
     conn: &ConnInfo,
-) -> Result<Response<super::body::Body>, ApiError> {
-    live_bin(state, bin, now_ms())?;
+) -> Result<Response<crate::web::body::Body>, ApiError> {
+    bins::live(state, bin, now_ms())?;
     let last = last_event_id(req)?;
     let filter = stream_filter(req)?;
     // Held by the feeding task: the client's stream count drops when the stream ends.
@@ -121,7 +120,7 @@ fn stream_filter(req: &Request<Incoming>) -> Result<Option<Search>, ApiError> {
             .find(|(k, _)| k == "q")
             .map(|(_, v)| v.into_owned())
     });
-    Search::parse(q.as_deref().unwrap_or(""))
+    Ok(Search::parse(q.as_deref().unwrap_or(""))?)
 }
 
 fn event(summary: &RequestSummary) -> Bytes {
@@ -151,7 +150,7 @@ async fn filtered_event(
         }
     };
     let query = search.query.clone();
-    let limit = SEARCH_DECODE_LIMIT.min(state.config.max_decoded_bytes);
+    let limit = Search::decode_limit(state);
     // Off the async threads: matching a body may mean decoding it.
     let hit = match stored {
         Some(r) => tokio::task::spawn_blocking(move || query.matches(&r, limit))

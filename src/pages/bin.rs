@@ -15,15 +15,13 @@ use super::format::{
 };
 use super::request::{Detail, detail};
 use super::{PageError, PageResult, field, query_param, read_form, render, see_other, shell_quote};
+use crate::bins::{self, Search};
 use crate::clock::{now_ms, rfc3339_ms};
-use crate::http::api::{live_bin, request_page};
-use crate::http::client::capture_base;
-use crate::http::error::ApiError;
-use crate::http::search::{Search, search_page};
 use crate::ids;
 use crate::model::{Bin, RequestSummary};
 use crate::response::ResponseSpec;
 use crate::state::AppState;
+use crate::web::client::capture_base;
 
 /// Rows per page of the request list.
 const PAGE_SIZE: usize = 50;
@@ -228,26 +226,17 @@ pub async fn page(state: &AppState, req: &Request<Incoming>, bin: &str) -> PageR
     // list is never mistaken for results.
     let (search, q_error) = match Search::parse(&q) {
         Ok(search) => (search, None),
-        Err(e) => {
-            let message = e
-                .message
-                .strip_prefix("q: ")
-                .unwrap_or(&e.message)
-                .to_owned();
-            (None, Some(message))
-        }
+        Err(bins::Error::InvalidQuery(e)) => (None, Some(e.to_string())),
+        Err(e) => return Err(PageError::from(e)),
     };
     let cursor = match query_param(req, "cursor").filter(|c| !c.is_empty()) {
         None => None,
-        Some(c) => {
-            let text = search.as_ref().map_or("", |s| s.text.as_str());
-            Some(ids::decode_search_cursor(&c, text).ok_or_else(|| {
-                PageError::new(
-                    StatusCode::BAD_REQUEST,
-                    "This page link is damaged (unknown cursor).",
-                )
-            })?)
-        }
+        Some(c) => Some(bins::decode_cursor(&c, search.as_ref()).ok_or_else(|| {
+            PageError::new(
+                StatusCode::BAD_REQUEST,
+                "This page link is damaged (unknown cursor).",
+            )
+        })?),
     };
     let selected = query_param(req, "req");
     let target = query_param(req, "target");
@@ -286,22 +275,16 @@ async fn render_page(
     rejected: Option<ResponseForm>,
 ) -> PageResult {
     let now = now_ms();
-    live_bin(state, bin_id, now)?;
-    let bin: Bin = state
-        .store
-        .get_bin(bin_id, now)
-        .await?
-        .ok_or_else(|| PageError::from(ApiError::bin_not_found()))?;
+    let bin: Bin = bins::get(state, bin_id, now).await?;
     // Read before the search: the stream resumes after it, so that a request arriving during
     // the search is sent live (the page skips one it already shows).
     let last_id = match query.search {
-        Some(_) => state.store.last_request_id(bin_id).await?,
+        Some(_) => bins::last_request_id(state, bin_id).await?,
         None => 0,
     };
-    let (summaries, older) = match (query.search, &query.q_error) {
-        (_, Some(_)) => (Vec::new(), None),
-        (Some(search), None) => search_page(state, bin_id, search, query.cursor, PAGE_SIZE).await?,
-        (None, None) => request_page(state, bin_id, query.cursor, PAGE_SIZE).await?,
+    let (summaries, older) = match query.q_error {
+        Some(_) => (Vec::new(), None),
+        None => bins::search(state, bin_id, query.search, query.cursor, PAGE_SIZE).await?,
     };
     let filtered = query.search.is_some();
     let q_suffix = if query.q.is_empty() {
@@ -322,7 +305,11 @@ async fn render_page(
     };
     let base = capture_base(&state.config, headers);
     let stored = match wanted {
-        Some(id) => state.store.get_request(bin_id, id).await?,
+        Some(id) => state
+            .store
+            .get_request(bin_id, id)
+            .await
+            .map_err(bins::Error::from)?,
         None => None,
     };
     let missing = query.selected.is_some() && stored.is_none();
@@ -414,21 +401,14 @@ fn encode_param(text: &str) -> String {
 
 pub async fn delete_bin(state: &Arc<AppState>, req: Request<Incoming>, bin: &str) -> PageResult {
     read_form(state, req).await?;
-    live_bin(state, bin, now_ms())?;
-    if state.store.delete_bin(bin).await? {
-        state
-            .metrics
-            .bins_deleted
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        tracing::info!(bin_id = %bin, "bin deleted from its page");
-    }
+    // Gone between the check and the delete is fine: it is gone, as the user wanted.
+    bins::delete(state, bin).await?;
     Ok(see_other("/?deleted=1"))
 }
 
 pub async fn clear(state: &Arc<AppState>, req: Request<Incoming>, bin: &str) -> PageResult {
     read_form(state, req).await?;
-    live_bin(state, bin, now_ms())?;
-    state.store.clear_requests(bin).await?;
+    bins::clear_requests(state, bin).await?;
     Ok(see_other(&format!("/bins/{bin}")))
 }
 
@@ -436,15 +416,11 @@ pub async fn set_response(state: &Arc<AppState>, req: Request<Incoming>, bin: &s
     let headers = req.headers().clone();
     let form = read_form(state, req).await?;
     let now = now_ms();
-    live_bin(state, bin, now)?;
+    bins::live(state, bin, now)?;
     let mut typed = ResponseForm::from_form(&form);
     match typed.to_spec(bin) {
         Ok(spec) => {
-            state
-                .store
-                .set_response(bin, Some(Arc::new(spec)), now)
-                .await?
-                .ok_or_else(|| PageError::from(ApiError::bin_not_found()))?;
+            bins::set_response(state, bin, Some(spec), now).await?;
             Ok(see_other(&format!("/bins/{bin}#response")))
         }
         Err(message) => {
@@ -469,8 +445,6 @@ pub async fn clear_response(
     bin: &str,
 ) -> PageResult {
     read_form(state, req).await?;
-    let now = now_ms();
-    live_bin(state, bin, now)?;
-    state.store.set_response(bin, None, now).await?;
+    bins::set_response(state, bin, None, now_ms()).await?;
     Ok(see_other(&format!("/bins/{bin}#response")))
 }

@@ -34,10 +34,11 @@ use hyper::body::Incoming;
 use hyper::header::{CACHE_CONTROL, HeaderValue, LOCATION};
 use hyper::{Method, Request, Response, StatusCode};
 
-use crate::http::ConnInfo;
-use crate::http::body::{self as http_body, Body};
-use crate::http::error::ApiError;
+use crate::bins;
 use crate::state::AppState;
+use crate::web::ConnInfo;
+use crate::web::body::{self as http_body, Body};
+use crate::web::error::ApiError;
 
 /// The Content-Security-Policy of every HTML page: our own script and style files only.
 pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
@@ -143,7 +144,7 @@ impl PageError {
             // The plain-text fallback of the error page itself.
             Err(_) => secure(http_body::text(self.status, self.message.clone())),
         };
-        crate::http::error::add_retry_and_allow(&mut res, self.retry_after, self.allow);
+        crate::web::error::add_retry_and_allow(&mut res, self.retry_after, self.allow);
         res
     }
 }
@@ -168,8 +169,8 @@ impl From<ApiError> for PageError {
     }
 }
 
-impl From<crate::storage::StoreError> for PageError {
-    fn from(e: crate::storage::StoreError) -> Self {
+impl From<bins::Error> for PageError {
+    fn from(e: bins::Error) -> Self {
         ApiError::from(e).into()
     }
 }
@@ -221,10 +222,10 @@ fn see_other(location: &str) -> Response<Body> {
 }
 
 /// Refuses a form POST that a browser says came from another site or origin
-/// ([`crate::http::client::is_cross_site`]). (Without the bin id a foreign page can do little,
+/// ([`crate::web::client::is_cross_site`]). (Without the bin id a foreign page can do little,
 /// but it should not even create bins in a user's name.)
 fn check_same_site(state: &AppState, req: &Request<Incoming>) -> Result<(), PageError> {
-    if crate::http::client::is_cross_site(&state.config, req.headers()) {
+    if crate::web::client::is_cross_site(&state.config, req.headers()) {
         return Err(PageError::new(
             StatusCode::FORBIDDEN,
             "Forms on this site can only be sent from its own pages.",
@@ -242,12 +243,9 @@ async fn read_form(
     req: Request<Incoming>,
 ) -> Result<Vec<(String, String)>, PageError> {
     check_same_site(state, &req)?;
-    let bytes = crate::http::api::read_small_body(
-        req.into_body(),
-        MAX_FORM_BYTES,
-        state.config.body_timeout,
-    )
-    .await?;
+    let bytes =
+        http_body::read_small_body(req.into_body(), MAX_FORM_BYTES, state.config.body_timeout)
+            .await?;
     Ok(form_urlencoded::parse(&bytes)
         .map(|(k, v)| (k.into_owned(), v.into_owned()))
         .collect())

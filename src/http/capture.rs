@@ -15,19 +15,18 @@ use hyper::header::{
 };
 use hyper::{HeaderMap, Method, Request, Response, StatusCode, Version};
 
+use crate::bins;
 use crate::clock::now_ms;
-use crate::http::ConnInfo;
-use crate::http::body::{self, Body};
-use crate::http::client::{client_ip, is_capture_host};
-use crate::http::error::ApiError;
-use crate::ids;
 use crate::limits::BodyMemory;
 use crate::model::{HeaderPair, StoredRequest};
 use crate::rawhead::RawHead;
 use crate::response::{MAX_DELAY_MS, ResponseSpec};
 use crate::shutdown::ShutdownSignal;
 use crate::state::AppState;
-use crate::storage::{CaptureOutcome, StoreError};
+use crate::web::body::{self, Body};
+use crate::web::client::{client_ip, is_capture_host};
+use crate::web::error::ApiError;
+use crate::web::{Captured, ConnInfo};
 
 /// After a body passes `--max-body-bytes`, up to this much more is read and discarded, so that the
 /// client is still reading when the 413 arrives instead of seeing its upload reset.
@@ -51,10 +50,7 @@ pub async fn capture(
         .into_response();
     }
     let received_at = now_ms();
-    let Some(entry) = ids::is_valid_bin_id(bin)
-        .then(|| state.store.bin_entry(bin, received_at))
-        .flatten()
-    else {
+    let Ok(entry) = bins::live(state, bin, received_at) else {
         state.metrics.captures_unknown_bin.fetch_add(1, Relaxed);
         return ApiError::bin_not_found().into_response();
     };
@@ -194,9 +190,9 @@ pub async fn capture(
         http_version: version_name(parts.version).to_owned(),
         received_at,
     };
-    let request_id = match persist(state, request).await {
+    let request_id = match bins::record(state, request).await {
         Ok(id) => id,
-        Err(res) => return res,
+        Err(e) => return ApiError::from(e).into_response(),
     };
     drop(memory);
     state.metrics.observe_capture(started.elapsed());
@@ -223,8 +219,8 @@ pub async fn capture(
     } else {
         body::text(StatusCode::OK, "ok")
     };
-    // For the access log line (`http::handle`), which replaces a separate "captured" line.
-    res.extensions_mut().insert(crate::http::Captured {
+    // For the access log line (`router::handle`), which replaces a separate "captured" line.
+    res.extensions_mut().insert(Captured {
         request_id,
         size: body_size,
     });
@@ -232,35 +228,6 @@ pub async fn capture(
     h.insert("x-request-id", HeaderValue::from(request_id));
     add_cors(h, &parts.method, &parts.headers);
     res
-}
-
-/// Queues the row and waits for its commit; the request id, or the response to send instead.
-async fn persist(state: &AppState, request: StoredRequest) -> Result<i64, Response<Body>> {
-    let pending = match state
-        .store
-        .try_capture(request, state.config.max_requests_per_bin)
-    {
-        Ok(pending) => pending,
-        Err(e) => {
-            if matches!(e, StoreError::QueueFull) {
-                state
-                    .metrics
-                    .captures_rejected_queue_full
-                    .fetch_add(1, Relaxed);
-                tracing::warn!("write queue full: answering 503");
-            }
-            return Err(ApiError::from(e).into_response());
-        }
-    };
-    match pending.outcome().await {
-        Ok(CaptureOutcome::Stored { id, evicted }) => {
-            state.metrics.requests_captured.fetch_add(1, Relaxed);
-            state.metrics.requests_evicted.fetch_add(evicted, Relaxed);
-            Ok(id)
-        }
-        Ok(CaptureOutcome::BinGone) => Err(ApiError::bin_not_found().into_response()),
-        Err(e) => Err(ApiError::from(e).into_response()),
-    }
 }
 
 /// The headers every response under `/r/` carries, whatever produced it (a custom response, an

@@ -9,6 +9,7 @@ use hyper::{Response, StatusCode};
 use serde_json::json;
 
 use super::body::{self, Body};
+use crate::bins;
 use crate::storage::StoreError;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,6 +124,27 @@ impl From<StoreError> for ApiError {
                 ApiError::unavailable("shutting_down", "the server is shutting down", 5)
             }
             other => ApiError::internal("storage failure", &other),
+        }
+    }
+}
+
+impl From<bins::Error> for ApiError {
+    fn from(e: bins::Error) -> Self {
+        match e {
+            bins::Error::BinNotFound => ApiError::bin_not_found(),
+            bins::Error::RequestNotFound => ApiError::request_not_found(),
+            bins::Error::TooManyBins { retry_after, .. } => ApiError {
+                retry_after: Some(retry_after),
+                ..ApiError::new(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "too_many_bins",
+                    e.to_string(),
+                )
+            },
+            bins::Error::InvalidQuery(_) => {
+                ApiError::new(StatusCode::BAD_REQUEST, "invalid_query", e.to_string())
+            }
+            bins::Error::Store(e) => e.into(),
         }
     }
 }
