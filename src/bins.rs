@@ -3,9 +3,10 @@
 //!
 //! Handlers in [`crate::http`] and [`crate::pages`] parse their input, call one of these, and turn
 //! the answer (or an [`Error`]) into their own response; they never call each other. Below this
-//! is [`crate::storage`]. Every use case on an existing bin checks first that it is live (known
-//! and not expired, from memory: no query), so an unknown, expired or malformed bin id is the
-//! same [`Error::BinNotFound`] everywhere.
+//! is [`crate::storage`]. Ids arrive parsed ([`BinId`], [`RequestId`]): a malformed one never
+//! gets this far. Every use case on an existing bin checks first that it is live (known and not
+//! expired, from memory: no query), so an unknown or expired bin is the same
+//! [`Error::BinNotFound`] everywhere.
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -13,7 +14,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
 use crate::clock::now_ms;
-use crate::ids;
+use crate::ids::{self, BinId, RequestId};
 use crate::model::{Bin, RequestSummary, StoredRequest};
 use crate::response::ResponseSpec;
 use crate::search::Query;
@@ -24,10 +25,10 @@ use crate::storage::{BinEntry, CaptureOutcome, ScanBudget, StoreError};
 /// (`web::error::ApiError: From<Error>`).
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// Unknown, expired, deleted, or not a bin id at all.
+    /// Unknown, expired, deleted, or (at the edge) not a bin id at all.
     #[error("no such bin")]
     BinNotFound,
-    /// Not a request id, or no such request in this bin (deleted or evicted).
+    /// No such request in this bin (deleted or evicted), or (at the edge) not a request id.
     #[error("no such request in this bin")]
     RequestNotFound,
     /// `--max-bins-per-minute` reached for this client.
@@ -41,10 +42,10 @@ pub enum Error {
 }
 
 /// The live bin `bin`, from the in-memory index.
-pub fn live(state: &AppState, bin: &str, now: i64) -> Result<BinEntry, Error> {
-    ids::is_valid_bin_id(bin)
-        .then(|| state.store.bin_entry(bin, now))
-        .flatten()
+pub fn live(state: &AppState, bin: &BinId, now: i64) -> Result<BinEntry, Error> {
+    state
+        .store
+        .bin_entry(bin.as_str(), now)
         .ok_or(Error::BinNotFound)
 }
 
@@ -64,17 +65,17 @@ pub fn admit(state: &AppState, ip: IpAddr, now: i64) -> Result<(), Error> {
         })
 }
 
-/// Creates bin `id` (a fresh [`ids::new_bin_id`], after [`admit`]): stored, counted and logged.
+/// Creates bin `id` (a fresh [`BinId::new`], after [`admit`]): stored, counted and logged.
 pub async fn create(
     state: &AppState,
-    id: String,
+    id: BinId,
     ip: IpAddr,
     ttl: Duration,
     response: Option<ResponseSpec>,
 ) -> Result<Bin, Error> {
     let now = now_ms();
     let bin = Bin {
-        id,
+        id: id.into_string(),
         created_at: now,
         expires_at: now.saturating_add(ttl.as_millis() as i64),
         response: response.as_ref().map(ResponseSpec::to_json),
@@ -90,20 +91,20 @@ pub async fn create(
 }
 
 /// The live bin with its current request count.
-pub async fn get(state: &AppState, bin: &str, now: i64) -> Result<Bin, Error> {
+pub async fn get(state: &AppState, bin: &BinId, now: i64) -> Result<Bin, Error> {
     live(state, bin, now)?;
     state
         .store
-        .get_bin(bin, now)
+        .get_bin(bin.as_str(), now)
         .await?
         .ok_or(Error::BinNotFound)
 }
 
 /// Deletes the bin and its requests; `false` when it went away between the check and the
 /// delete (expired or deleted concurrently).
-pub async fn delete(state: &AppState, bin: &str) -> Result<bool, Error> {
+pub async fn delete(state: &AppState, bin: &BinId) -> Result<bool, Error> {
     live(state, bin, now_ms())?;
-    let deleted = state.store.delete_bin(bin).await?;
+    let deleted = state.store.delete_bin(bin.as_str()).await?;
     if deleted {
         state.metrics.bins_deleted.fetch_add(1, Relaxed);
         tracing::info!(bin_id = %bin, "bin deleted");
@@ -114,39 +115,41 @@ pub async fn delete(state: &AppState, bin: &str) -> Result<bool, Error> {
 /// Sets (or with `None` resets to `200 ok`) the bin's custom response; the updated bin.
 pub async fn set_response(
     state: &AppState,
-    bin: &str,
+    bin: &BinId,
     response: Option<ResponseSpec>,
     now: i64,
 ) -> Result<Bin, Error> {
     live(state, bin, now)?;
     state
         .store
-        .set_response(bin, response.map(Arc::new), now)
+        .set_response(bin.as_str(), response.map(Arc::new), now)
         .await?
         .ok_or(Error::BinNotFound)
 }
 
 /// Deletes every request of the bin, keeping the bin.
-pub async fn clear_requests(state: &AppState, bin: &str) -> Result<(), Error> {
+pub async fn clear_requests(state: &AppState, bin: &BinId) -> Result<(), Error> {
     live(state, bin, now_ms())?;
-    Ok(state.store.clear_requests(bin).await?)
+    Ok(state.store.clear_requests(bin.as_str()).await?)
 }
 
 /// Up to `limit` summaries older than `cursor`, newest first, and the cursor of the next page
 /// when there is one (one extra row is fetched to know).
 pub async fn page(
     state: &AppState,
-    bin: &str,
-    cursor: Option<i64>,
+    bin: &BinId,
+    cursor: Option<RequestId>,
     limit: usize,
 ) -> Result<(Vec<RequestSummary>, Option<String>), Error> {
     live(state, bin, now_ms())?;
-    let mut rows = state.store.list_requests(bin, cursor, limit + 1).await?;
+    let before = cursor.map(RequestId::get);
+    let mut rows = state
+        .store
+        .list_requests(bin.as_str(), before, limit + 1)
+        .await?;
     let next = if rows.len() > limit {
         rows.truncate(limit);
-        rows.last()
-            .and_then(|r| r.id.parse().ok())
-            .map(ids::encode_cursor)
+        rows.last().map(|r| ids::encode_cursor(r.id))
     } else {
         None
     };
@@ -202,7 +205,7 @@ impl Search {
 
 /// A cursor (`meta.next_cursor`) issued for `search` (or for the plain list without one):
 /// the request id to go on below, or `None` for a forgery or another query's cursor.
-pub fn decode_cursor(cursor: &str, search: Option<&Search>) -> Option<i64> {
+pub fn decode_cursor(cursor: &str, search: Option<&Search>) -> Option<RequestId> {
     ids::decode_search_cursor(cursor, search.map_or("", |s| s.text.as_str()))
 }
 
@@ -213,9 +216,9 @@ pub fn decode_cursor(cursor: &str, search: Option<&Search>) -> Option<i64> {
 /// go on from where the scan stopped. The next cursor is bound to the search.
 pub async fn search(
     state: &AppState,
-    bin: &str,
+    bin: &BinId,
     search: Option<&Search>,
-    cursor: Option<i64>,
+    cursor: Option<RequestId>,
     limit: usize,
 ) -> Result<(Vec<RequestSummary>, Option<String>), Error> {
     let Some(search) = search else {
@@ -227,44 +230,60 @@ pub async fn search(
     let with_body = query.reads_body();
     let page = state
         .store
-        .search_requests(bin, cursor, limit, with_body, SEARCH_BUDGET, move |r| {
-            query.matches(r, decode_limit)
-        })
+        .search_requests(
+            bin.as_str(),
+            cursor.map(RequestId::get),
+            limit,
+            with_body,
+            SEARCH_BUDGET,
+            move |r| query.matches(r, decode_limit),
+        )
         .await?;
     let next = page
         .resume_before
-        .map(|id| ids::encode_search_cursor(id, &search.text));
+        .map(|id| ids::encode_search_cursor(RequestId::from_row(id), &search.text));
     Ok((page.rows, next))
 }
 
 /// The highest request id the bin has (`0` when it has none).
-pub async fn last_request_id(state: &AppState, bin: &str) -> Result<i64, Error> {
+pub async fn last_request_id(state: &AppState, bin: &BinId) -> Result<i64, Error> {
     live(state, bin, now_ms())?;
-    Ok(state.store.last_request_id(bin).await?)
+    Ok(state.store.last_request_id(bin.as_str()).await?)
 }
 
 /// The stored request `id` of the bin.
-pub async fn find_request(state: &AppState, bin: &str, id: &str) -> Result<StoredRequest, Error> {
+pub async fn find_request(
+    state: &AppState,
+    bin: &BinId,
+    id: RequestId,
+) -> Result<StoredRequest, Error> {
     live(state, bin, now_ms())?;
-    let id = ids::parse_request_id(id).ok_or(Error::RequestNotFound)?;
     state
         .store
-        .get_request(bin, id)
+        .get_request(bin.as_str(), id.get())
         .await?
         .ok_or(Error::RequestNotFound)
 }
 
+/// A request id from a path segment. A bin that is not there answers as such even when the
+/// request id is malformed too, as it did before ids were typed (`bin_not_found` first).
+pub fn request_id(state: &AppState, bin: &BinId, id: &str) -> Result<RequestId, Error> {
+    RequestId::parse(id).ok_or_else(|| match live(state, bin, now_ms()) {
+        Ok(_) => Error::RequestNotFound,
+        Err(e) => e,
+    })
+}
+
 /// Deletes request `id` of the bin; `false` when it was already gone.
-pub async fn delete_request(state: &AppState, bin: &str, id: &str) -> Result<bool, Error> {
+pub async fn delete_request(state: &AppState, bin: &BinId, id: RequestId) -> Result<bool, Error> {
     live(state, bin, now_ms())?;
-    let id = ids::parse_request_id(id).ok_or(Error::RequestNotFound)?;
-    Ok(state.store.delete_request(bin, id).await?)
+    Ok(state.store.delete_request(bin.as_str(), id.get()).await?)
 }
 
 /// Records a capture: queues it for the writer without waiting for room (a full queue is an
 /// error at once, so a flood gets 503s instead of growing memory) and waits for its commit.
 /// The request id once committed.
-pub async fn record(state: &AppState, request: StoredRequest) -> Result<i64, Error> {
+pub async fn record(state: &AppState, request: StoredRequest) -> Result<RequestId, Error> {
     let pending = state
         .store
         .try_capture(request, state.config.max_requests_per_bin)
@@ -281,10 +300,22 @@ pub async fn record(state: &AppState, request: StoredRequest) -> Result<i64, Err
         CaptureOutcome::Stored { id, evicted } => {
             state.metrics.requests_captured.fetch_add(1, Relaxed);
             state.metrics.requests_evicted.fetch_add(evicted, Relaxed);
-            Ok(id)
+            Ok(RequestId::from_row(id))
         }
         CaptureOutcome::BinGone => Err(Error::BinNotFound),
     }
+}
+
+/// A bin id from a path segment: malformed is the same 404 as unknown.
+pub fn bin_id(id: &str) -> Result<BinId, Error> {
+    BinId::parse(id).ok_or(Error::BinNotFound)
+}
+
+/// The ids of a `.../bins/{bin}/requests/{id}` path.
+pub fn path_ids(state: &AppState, bin: &str, id: &str) -> Result<(BinId, RequestId), Error> {
+    let bin = bin_id(bin)?;
+    let id = request_id(state, &bin, id)?;
+    Ok((bin, id))
 }
 
 #[cfg(test)]

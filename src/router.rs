@@ -117,7 +117,7 @@ fn access_log(
         method = %method,
         route = route.name(),
         bin_id = bin,
-        request_id = captured.map(|c| c.request_id),
+        request_id = captured.map(|c| c.request_id.get()),
         size = captured.map(|c| c.size),
         status,
         latency_ms,

@@ -89,8 +89,7 @@ pub fn parse_request(v: &Value) -> Result<Fetched, String> {
             .map(str::to_owned)
             .ok_or_else(|| format!("the request JSON has no {key:?}"))
     };
-    let id_text = text("id")?;
-    let id = crate::ids::parse_request_id(&id_text).ok_or("the request id is not a number")?;
+    let id = crate::ids::RequestId::parse(&text("id")?).ok_or("the request id is not a number")?;
     let pairs = |key: &str, decode: bool| -> Option<Result<Vec<HeaderPair>, String>> {
         let list = v[key].as_array()?;
         Some(
@@ -118,7 +117,7 @@ pub fn parse_request(v: &Value) -> Result<Fetched, String> {
         .decode(text("body_base64")?)
         .map_err(|e| format!("body_base64: {e}"))?;
     let request = StoredRequest {
-        id: id_text,
+        id,
         bin_id: String::new(),
         method: text("method")?,
         path: text("path")?,
@@ -133,7 +132,7 @@ pub fn parse_request(v: &Value) -> Result<Fetched, String> {
         received_at: 0,
     };
     Ok(Fetched {
-        id,
+        id: id.get(),
         request,
         received_at: text("received_at").unwrap_or_default(),
     })

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use super::views;
 use crate::bins;
 use crate::clock::now_ms;
-use crate::ids;
+use crate::ids::{BinId, RequestId};
 use crate::response::ResponseSpec;
 use crate::state::AppState;
 use crate::web::ConnInfo;
@@ -51,47 +51,50 @@ pub async fn route(state: &Arc<AppState>, req: Request<Incoming>, conn: &ConnInf
             _ => Err(ApiError::method_not_allowed("POST")),
         },
         ["bins", bin] => match method {
-            _ if get => get_bin(state, &req, bin).await,
-            Method::DELETE => delete_bin(state, bin).await,
+            _ if get => get_bin(state, &req, &bins::bin_id(bin)?).await,
+            Method::DELETE => delete_bin(state, &bins::bin_id(bin)?).await,
             _ => Err(ApiError::method_not_allowed("GET, DELETE")),
         },
         ["bins", bin, "response"] => match method {
-            Method::PUT => put_response(state, req, bin).await,
-            Method::DELETE => delete_response(state, bin).await,
+            Method::PUT => put_response(state, req, &bins::bin_id(bin)?).await,
+            Method::DELETE => delete_response(state, &bins::bin_id(bin)?).await,
             _ => Err(ApiError::method_not_allowed("PUT, DELETE")),
         },
         ["bins", bin, "requests"] => match method {
-            _ if get => list_requests(state, &req, bin).await,
-            Method::DELETE => clear_requests(state, bin).await,
+            _ if get => list_requests(state, &req, &bins::bin_id(bin)?).await,
+            Method::DELETE => clear_requests(state, &bins::bin_id(bin)?).await,
             _ => Err(ApiError::method_not_allowed("GET, DELETE")),
         },
         ["bins", bin, "requests", id] => match method {
-            _ if get => get_request(state, bin, id).await,
-            Method::DELETE => delete_request(state, bin, id).await,
+            _ if get => get_request(state, bins::path_ids(state, bin, id)?).await,
+            Method::DELETE => delete_request(state, bins::path_ids(state, bin, id)?).await,
             _ => Err(ApiError::method_not_allowed("GET, DELETE")),
         },
         ["bins", bin, "requests", id, "body"] => match method {
-            _ if get => get_body(state, &req, bin, id).await,
+            _ if get => get_body(state, &req, bins::path_ids(state, bin, id)?).await,
             _ => Err(ApiError::method_not_allowed("GET")),
         },
         ["bins", bin, "requests", id, "body", "parts", n] => match method {
-            _ if get => get_part(state, bin, id, n).await,
+            _ if get => get_part(state, bins::path_ids(state, bin, id)?, n).await,
             _ => Err(ApiError::method_not_allowed("GET")),
         },
         ["bins", bin, "requests", id, "verify"] => match method {
-            Method::POST => super::signature::verify(state, req, bin, id).await,
+            Method::POST => {
+                let ids = bins::path_ids(state, bin, id)?;
+                super::signature::verify(state, req, ids).await
+            }
             _ => Err(ApiError::method_not_allowed("POST")),
         },
         ["bins", bin, "requests", id, "curl"] => match method {
-            _ if get => super::replay::curl(state, &req, bin, id).await,
+            _ if get => super::replay::curl(state, &req, bins::path_ids(state, bin, id)?).await,
             _ => Err(ApiError::method_not_allowed("GET")),
         },
         ["bins", bin, "export"] => match method {
-            _ if get => super::replay::export(state, &req, bin).await,
+            _ if get => super::replay::export(state, &req, &bins::bin_id(bin)?).await,
             _ => Err(ApiError::method_not_allowed("GET")),
         },
         ["bins", bin, "stream"] => match method {
-            _ if get => super::stream::stream(state, &req, bin, conn).await,
+            _ if get => super::stream::stream(state, &req, &bins::bin_id(bin)?, conn).await,
             _ => Err(ApiError::method_not_allowed("GET")),
         },
         _ => Err(ApiError::route_not_found()),
@@ -121,7 +124,7 @@ async fn create_bin(state: &Arc<AppState>, req: Request<Incoming>, conn: &ConnIn
     bins::admit(state, ip, now_ms())?;
     let options = read_json(state, req).await?;
     // The id comes first: a custom response is checked against its bin (cookie paths...).
-    let id = ids::new_bin_id();
+    let id = BinId::new();
     let (ttl, response) = bin_options(options.as_ref(), state.config.bin_ttl, &id)?;
     let bin = bins::create(state, id, ip, ttl, response).await?;
     let mut res = body::json(StatusCode::CREATED, &views::bin(&bin, &base, &capture));
@@ -135,7 +138,7 @@ async fn create_bin(state: &Arc<AppState>, req: Request<Incoming>, conn: &ConnIn
 pub fn bin_options(
     options: Option<&Value>,
     default_ttl: Duration,
-    bin: &str,
+    bin: &BinId,
 ) -> Result<(Duration, Option<ResponseSpec>), ApiError> {
     let Some(options) = options else {
         return Ok((default_ttl, None));
@@ -170,14 +173,14 @@ pub fn bin_options(
     let response = match map.get("response") {
         None | Some(Value::Null) => None,
         Some(v) => Some(
-            ResponseSpec::from_json(v, "response.", bin)
+            ResponseSpec::from_json(v, "response.", bin.as_str())
                 .map_err(|e| ApiError::unprocessable("invalid_response", e.to_string()))?,
         ),
     };
     Ok((ttl, response))
 }
 
-async fn get_bin(state: &AppState, req: &Request<Incoming>, id: &str) -> ApiResult {
+async fn get_bin(state: &AppState, req: &Request<Incoming>, id: &BinId) -> ApiResult {
     let bin = bins::get(state, id, now_ms()).await?;
     Ok(body::json(
         StatusCode::OK,
@@ -189,14 +192,14 @@ async fn get_bin(state: &AppState, req: &Request<Incoming>, id: &str) -> ApiResu
     ))
 }
 
-async fn delete_bin(state: &AppState, id: &str) -> ApiResult {
+async fn delete_bin(state: &AppState, id: &BinId) -> ApiResult {
     if !bins::delete(state, id).await? {
         return Err(ApiError::bin_not_found());
     }
     Ok(body::no_content())
 }
 
-async fn put_response(state: &AppState, req: Request<Incoming>, id: &str) -> ApiResult {
+async fn put_response(state: &AppState, req: Request<Incoming>, id: &BinId) -> ApiResult {
     // Checked before the body is read: no parsing for a bin that is not there.
     bins::live(state, id, now_ms())?;
     let base = public_base(&state.config, req.headers());
@@ -207,7 +210,7 @@ async fn put_response(state: &AppState, req: Request<Incoming>, id: &str) -> Api
             "expected a ResponseSpec JSON object, got an empty body",
         )
     })?;
-    let spec = ResponseSpec::from_json(&value, "", id)
+    let spec = ResponseSpec::from_json(&value, "", id.as_str())
         .map_err(|e| ApiError::unprocessable("invalid_response", e.to_string()))?;
     let bin = bins::set_response(state, id, Some(spec), now_ms()).await?;
     Ok(body::json(
@@ -216,7 +219,7 @@ async fn put_response(state: &AppState, req: Request<Incoming>, id: &str) -> Api
     ))
 }
 
-async fn delete_response(state: &AppState, id: &str) -> ApiResult {
+async fn delete_response(state: &AppState, id: &BinId) -> ApiResult {
     bins::set_response(state, id, None, now_ms()).await?;
     Ok(body::no_content())
 }
@@ -225,7 +228,7 @@ async fn delete_response(state: &AppState, id: &str) -> ApiResult {
 /// `meta.next_cursor` for the same `q`) and `q` (API.md "Search"; blank: no filter).
 pub fn page_params(
     query: Option<&str>,
-) -> Result<(usize, Option<i64>, Option<bins::Search>), ApiError> {
+) -> Result<(usize, Option<RequestId>, Option<bins::Search>), ApiError> {
     let mut limit = DEFAULT_PAGE;
     let mut cursor = None;
     let mut q = String::new();
@@ -262,7 +265,7 @@ pub fn page_params(
     Ok((limit, cursor, search))
 }
 
-async fn list_requests(state: &AppState, req: &Request<Incoming>, bin: &str) -> ApiResult {
+async fn list_requests(state: &AppState, req: &Request<Incoming>, bin: &BinId) -> ApiResult {
     bins::live(state, bin, now_ms())?;
     let (limit, cursor, search) = page_params(req.uri().query())?;
     let (rows, next) = bins::search(state, bin, search.as_ref(), cursor, limit).await?;
@@ -273,13 +276,13 @@ async fn list_requests(state: &AppState, req: &Request<Incoming>, bin: &str) -> 
     ))
 }
 
-async fn clear_requests(state: &AppState, bin: &str) -> ApiResult {
+async fn clear_requests(state: &AppState, bin: &BinId) -> ApiResult {
     bins::clear_requests(state, bin).await?;
     Ok(body::no_content())
 }
 
-async fn get_request(state: &AppState, bin: &str, id: &str) -> ApiResult {
-    let request = bins::find_request(state, bin, id).await?;
+async fn get_request(state: &AppState, (bin, id): (BinId, RequestId)) -> ApiResult {
+    let request = bins::find_request(state, &bin, id).await?;
     let limit = state.config.max_decoded_bytes;
     // Off the async threads: `parts` of an encoded multipart body means decoding it.
     let value = tokio::task::spawn_blocking(move || views::request(&request, limit))
@@ -288,17 +291,21 @@ async fn get_request(state: &AppState, bin: &str, id: &str) -> ApiResult {
     Ok(body::json(StatusCode::OK, &value))
 }
 
-async fn delete_request(state: &AppState, bin: &str, id: &str) -> ApiResult {
-    if !bins::delete_request(state, bin, id).await? {
+async fn delete_request(state: &AppState, (bin, id): (BinId, RequestId)) -> ApiResult {
+    if !bins::delete_request(state, &bin, id).await? {
         return Err(ApiError::request_not_found());
     }
     Ok(body::no_content())
 }
 
 /// The body as a download (`?decode=1`: with its `Content-Encoding` undone).
-async fn get_body(state: &AppState, req: &Request<Incoming>, bin: &str, id: &str) -> ApiResult {
+async fn get_body(
+    state: &AppState,
+    req: &Request<Incoming>,
+    (bin, id): (BinId, RequestId),
+) -> ApiResult {
     let decode = decode_param(req.uri().query())?;
-    let request = bins::find_request(state, bin, id).await?;
+    let request = bins::find_request(state, &bin, id).await?;
     let raw_name = format!("request-{}.bin", request.id);
     let Some(encoding) = decode
         .then(|| crate::content::content_encoding(&request.headers))
@@ -352,8 +359,8 @@ fn decode_param(query: Option<&str>) -> Result<bool, ApiError> {
 }
 
 /// `GET .../body/parts/{n}`: part `n` (0-based) of a multipart body, as a download.
-async fn get_part(state: &AppState, bin: &str, id: &str, n: &str) -> ApiResult {
-    let request = bins::find_request(state, bin, id).await?;
+async fn get_part(state: &AppState, (bin, id): (BinId, RequestId), n: &str) -> ApiResult {
+    let request = bins::find_request(state, &bin, id).await?;
     let not_found = || {
         ApiError::new(
             StatusCode::NOT_FOUND,

@@ -17,6 +17,7 @@ use hyper::{HeaderMap, Method, Request, Response, StatusCode, Version};
 
 use crate::bins;
 use crate::clock::now_ms;
+use crate::ids::{BinId, RequestId};
 use crate::limits::BodyMemory;
 use crate::model::{HeaderPair, StoredRequest};
 use crate::rawhead::RawHead;
@@ -50,13 +51,18 @@ pub async fn capture(
         .into_response();
     }
     let received_at = now_ms();
-    let Ok(entry) = bins::live(state, bin, received_at) else {
+    // The edge for `/r/{bin}`: a malformed id is as unknown as a deleted one.
+    let live = BinId::parse(bin).and_then(|bin| {
+        let entry = bins::live(state, &bin, received_at).ok()?;
+        Some((bin, entry))
+    });
+    let Some((bin, entry)) = live else {
         state.metrics.captures_unknown_bin.fetch_add(1, Relaxed);
         return ApiError::bin_not_found().into_response();
     };
     let (parts, incoming) = req.into_parts();
     let path = parts.uri.path();
-    let subpath = &path["/r/".len() + bin.len()..];
+    let subpath = &path["/r/".len() + bin.as_str().len()..];
     let query = parts.uri.query().unwrap_or("");
 
     let on_capture_host = is_capture_host(&state.config, &parts.headers);
@@ -176,8 +182,8 @@ pub async fn capture(
     // before hookbin stopped reading (all of them when it read to the end).
     let body_size = read.received;
     let request = StoredRequest {
-        id: String::new(),
-        bin_id: bin.to_owned(),
+        id: RequestId::PENDING,
+        bin_id: bin.into_string(),
         method: parts.method.as_str().to_owned(),
         path: path.to_owned(),
         subpath: subpath.to_owned(),
@@ -225,7 +231,7 @@ pub async fn capture(
         size: body_size,
     });
     let h = res.headers_mut();
-    h.insert("x-request-id", HeaderValue::from(request_id));
+    h.insert("x-request-id", HeaderValue::from(request_id.get()));
     add_cors(h, &parts.method, &parts.headers);
     res
 }

@@ -12,6 +12,7 @@ use serde_json::Value;
 use super::api::read_json;
 use crate::bins;
 use crate::clock::now_ms;
+use crate::ids::{BinId, RequestId};
 use crate::model::StoredRequest;
 use crate::state::AppState;
 use crate::verify::{self, VerifyInput};
@@ -22,10 +23,9 @@ use crate::web::error::ApiError;
 pub async fn verify(
     state: &Arc<AppState>,
     req: Request<Incoming>,
-    bin: &str,
-    id: &str,
+    (bin, id): (BinId, RequestId),
 ) -> Result<hyper::Response<Body>, ApiError> {
-    let request = bins::find_request(state, bin, id).await?;
+    let request = bins::find_request(state, &bin, id).await?;
     let base = capture_base(&state.config, req.headers());
     let value = read_json(state, req).await?.ok_or_else(|| {
         ApiError::bad_request(

@@ -26,7 +26,7 @@ use tokio::sync::{broadcast, mpsc};
 use super::views;
 use crate::bins::{self, Search};
 use crate::clock::now_ms;
-use crate::ids;
+use crate::ids::{BinId, RequestId};
 use crate::limits::{ClientSlot, Slot};
 use crate::model::RequestSummary;
 use crate::state::AppState;
@@ -43,7 +43,7 @@ const REPLAY_PAGE: usize = 500;
 pub async fn stream(
     state: &Arc<AppState>,
     req: &Request<Incoming>,
-    bin: &str,
+    bin: &BinId,
     conn: &ConnInfo,
 ) -> Result<Response<crate::web::body::Body>, ApiError> {
     bins::live(state, bin, now_ms())?;
@@ -68,11 +68,11 @@ pub async fn stream(
             )
         });
     };
-    let events = state.events.subscribe(bin);
+    let events = state.events.subscribe(bin.as_str());
     let (tx, rx) = mpsc::channel::<Bytes>(64);
     state.tasks.spawn(feed(
         state.clone(),
-        bin.to_owned(),
+        bin.clone(),
         last,
         filter,
         events,
@@ -104,7 +104,7 @@ fn last_event_id(req: &Request<Incoming>) -> Result<Option<i64>, ApiError> {
         // "0": everything from the start: a page rendered while the bin was still empty, or
         // `hookbin forward` resuming after losing the stream before the first event.
         Some("0") => Ok(Some(0)),
-        Some(s) => ids::parse_request_id(s).map(Some).ok_or_else(|| {
+        Some(s) => RequestId::parse(s).map(|id| Some(id.get())).ok_or_else(|| {
             ApiError::bad_request(
                 "invalid_last_event_id",
                 "Last-Event-ID must be a request id",
@@ -141,7 +141,7 @@ async fn filtered_event(
     let Some(search) = filter else {
         return event(summary);
     };
-    let id: i64 = summary.id.parse().unwrap_or(0);
+    let id = summary.id.get();
     let stored = match state.store.get_request(&summary.bin_id, id).await {
         Ok(stored) => stored,
         Err(e) => {
@@ -172,7 +172,7 @@ async fn filtered_event(
 /// client's stream slot, given back when this ends.
 async fn feed(
     state: Arc<AppState>,
-    bin: String,
+    bin: BinId,
     last: Option<i64>,
     filter: Option<Search>,
     mut events: broadcast::Receiver<crate::events::Event>,
@@ -197,7 +197,7 @@ async fn feed(
         tokio::select! {
             received = events.recv() => match received {
                 Ok(summary) => {
-                    let id: i64 = summary.id.parse().unwrap_or(0);
+                    let id = summary.id.get();
                     if id > last_sent {
                         let event = filtered_event(&state, filter, &summary).await;
                         if tx.send(event).await.is_err() {
@@ -231,7 +231,7 @@ async fn feed(
 /// Sends every stored request after `last_sent`; false when the client has gone.
 async fn replay(
     state: &AppState,
-    bin: &str,
+    bin: &BinId,
     filter: Option<&Search>,
     last_sent: &mut i64,
     tx: &mpsc::Sender<Bytes>,
@@ -239,7 +239,7 @@ async fn replay(
     loop {
         let rows = match state
             .store
-            .requests_after(bin, *last_sent, REPLAY_PAGE)
+            .requests_after(bin.as_str(), *last_sent, REPLAY_PAGE)
             .await
         {
             Ok(rows) => rows,
@@ -256,7 +256,7 @@ async fn replay(
             {
                 return false;
             }
-            *last_sent = row.id.parse().unwrap_or(*last_sent);
+            *last_sent = row.id.get();
         }
         if rows.len() < REPLAY_PAGE {
             return true;

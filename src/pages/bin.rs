@@ -17,7 +17,7 @@ use super::request::{Detail, detail};
 use super::{PageError, PageResult, field, query_param, read_form, render, see_other, shell_quote};
 use crate::bins::{self, Search};
 use crate::clock::{now_ms, rfc3339_ms};
-use crate::ids;
+use crate::ids::{self, BinId, RequestId};
 use crate::model::{Bin, RequestSummary};
 use crate::response::ResponseSpec;
 use crate::state::AppState;
@@ -46,7 +46,7 @@ pub struct Row {
 impl Row {
     fn new(s: &RequestSummary, href: String, selected: bool, now: i64) -> Self {
         Row {
-            id: s.id.clone(),
+            id: s.id.to_string(),
             href,
             method: s.method.clone(),
             method_class: method_class(&s.method),
@@ -126,7 +126,7 @@ impl ResponseForm {
     }
 
     /// The spec as `PUT /api/bins/{bin}/response` would receive it, validated the same way.
-    fn to_spec(&self, bin: &str) -> Result<ResponseSpec, String> {
+    fn to_spec(&self, bin: &BinId) -> Result<ResponseSpec, String> {
         let number = |text: &str, default: u64| -> Value {
             let text = text.trim();
             if text.is_empty() {
@@ -155,7 +155,7 @@ impl ResponseForm {
             "body": self.body.replace("\r\n", "\n"),
             "delay_ms": number(&self.delay_ms, 0),
         });
-        ResponseSpec::from_json(&value, "", bin).map_err(|e| e.to_string())
+        ResponseSpec::from_json(&value, "", bin.as_str()).map_err(|e| e.to_string())
     }
 }
 
@@ -219,7 +219,7 @@ struct BinPage {
     list_href: String,
 }
 
-pub async fn page(state: &AppState, req: &Request<Incoming>, bin: &str) -> PageResult {
+pub async fn page(state: &AppState, req: &Request<Incoming>, bin: &BinId) -> PageResult {
     let q = query_param(req, "q").unwrap_or_default();
     // A bad query is shown on the page, beside the box, not as an error page: the user fixes
     // it in place. The list then shows nothing rather than everything, so that an unfiltered
@@ -238,7 +238,8 @@ pub async fn page(state: &AppState, req: &Request<Incoming>, bin: &str) -> PageR
             )
         })?),
     };
-    let selected = query_param(req, "req");
+    // `?req=` that is not a request id picks nothing: the page says it is gone.
+    let picked = query_param(req, "req");
     let target = query_param(req, "target");
     render_page(
         state,
@@ -246,7 +247,8 @@ pub async fn page(state: &AppState, req: &Request<Incoming>, bin: &str) -> PageR
         bin,
         PageQuery {
             cursor,
-            selected: selected.as_deref(),
+            picked: picked.is_some(),
+            selected: picked.as_deref().and_then(RequestId::parse),
             target: target.as_deref(),
             q: &q,
             search: search.as_ref(),
@@ -258,8 +260,10 @@ pub async fn page(state: &AppState, req: &Request<Incoming>, bin: &str) -> PageR
 }
 
 struct PageQuery<'a> {
-    cursor: Option<i64>,
-    selected: Option<&'a str>,
+    cursor: Option<RequestId>,
+    /// `?req=` was given, valid or not.
+    picked: bool,
+    selected: Option<RequestId>,
     target: Option<&'a str>,
     /// `?q=` as typed (kept in every link of the page).
     q: &'a str,
@@ -270,7 +274,7 @@ struct PageQuery<'a> {
 async fn render_page(
     state: &AppState,
     headers: &HeaderMap,
-    bin_id: &str,
+    bin_id: &BinId,
     query: PageQuery<'_>,
     rejected: Option<ResponseForm>,
 ) -> PageResult {
@@ -299,21 +303,22 @@ async fn render_page(
         .unwrap_or_default();
 
     // The selected request: the one asked for, else the newest on this page.
-    let wanted = match query.selected {
-        Some(id) => ids::parse_request_id(id),
-        None => summaries.first().and_then(|s| s.id.parse().ok()),
+    let wanted = if query.picked {
+        query.selected
+    } else {
+        summaries.first().map(|s| s.id)
     };
     let base = capture_base(&state.config, headers);
     let stored = match wanted {
-        Some(id) => state
-            .store
-            .get_request(bin_id, id)
-            .await
-            .map_err(bins::Error::from)?,
+        Some(id) => match bins::find_request(state, bin_id, id).await {
+            Ok(r) => Some(r),
+            Err(bins::Error::RequestNotFound) => None,
+            Err(e) => return Err(e.into()),
+        },
         None => None,
     };
-    let missing = query.selected.is_some() && stored.is_none();
-    let selected_id = stored.as_ref().map(|r| r.id.clone());
+    let missing = query.picked && stored.is_none();
+    let selected_id = stored.as_ref().map(|r| r.id);
     let selected = match stored {
         Some(r) => Some(detail(state, r, &base, query.target, false).await?.0),
         None => None,
@@ -323,7 +328,7 @@ async fn render_page(
         .iter()
         .map(|s| {
             let href = format!("/bins/{bin_id}?req={}{q_suffix}{page_suffix}", s.id);
-            Row::new(s, href, selected_id.as_deref() == Some(s.id.as_str()), now)
+            Row::new(s, href, selected_id == Some(s.id), now)
         })
         .collect();
     let first_page = query.cursor.is_none();
@@ -342,7 +347,7 @@ async fn render_page(
     let spec = bin
         .response
         .as_deref()
-        .and_then(|j| ResponseSpec::from_stored(j, bin_id).ok());
+        .and_then(|j| ResponseSpec::from_stored(j, bin_id.as_str()).ok());
     let capture_url = format!("{base}/r/{bin_id}");
     let form_open = rejected.is_some();
     let status = if rejected.is_some() {
@@ -353,7 +358,7 @@ async fn render_page(
         StatusCode::OK
     };
     let page = BinPage {
-        bin: bin_id.to_owned(),
+        bin: bin_id.to_string(),
         example_curl: format!(
             "curl -X POST {} -H 'Content-Type: application/json' -d '{{\"hello\":\"world\"}}'",
             shell_quote(&capture_url)
@@ -371,7 +376,7 @@ async fn render_page(
         stream_url,
         first_page,
         selected,
-        picked: query.selected.is_some(),
+        picked: query.picked,
         missing,
         response_active: spec.is_some(),
         response_summary: response_summary(spec.as_ref()),
@@ -386,7 +391,7 @@ async fn render_page(
 }
 
 /// The first page of the list, filtered by `q` when there is one.
-fn list_href(bin: &str, q: &str) -> String {
+fn list_href(bin: &BinId, q: &str) -> String {
     if q.is_empty() {
         format!("/bins/{bin}")
     } else {
@@ -399,20 +404,24 @@ fn encode_param(text: &str) -> String {
     form_urlencoded::byte_serialize(text.as_bytes()).collect()
 }
 
-pub async fn delete_bin(state: &Arc<AppState>, req: Request<Incoming>, bin: &str) -> PageResult {
+pub async fn delete_bin(state: &Arc<AppState>, req: Request<Incoming>, bin: &BinId) -> PageResult {
     read_form(state, req).await?;
     // Gone between the check and the delete is fine: it is gone, as the user wanted.
     bins::delete(state, bin).await?;
     Ok(see_other("/?deleted=1"))
 }
 
-pub async fn clear(state: &Arc<AppState>, req: Request<Incoming>, bin: &str) -> PageResult {
+pub async fn clear(state: &Arc<AppState>, req: Request<Incoming>, bin: &BinId) -> PageResult {
     read_form(state, req).await?;
     bins::clear_requests(state, bin).await?;
     Ok(see_other(&format!("/bins/{bin}")))
 }
 
-pub async fn set_response(state: &Arc<AppState>, req: Request<Incoming>, bin: &str) -> PageResult {
+pub async fn set_response(
+    state: &Arc<AppState>,
+    req: Request<Incoming>,
+    bin: &BinId,
+) -> PageResult {
     let headers = req.headers().clone();
     let form = read_form(state, req).await?;
     let now = now_ms();
@@ -428,6 +437,7 @@ pub async fn set_response(state: &Arc<AppState>, req: Request<Incoming>, bin: &s
             typed.error = Some(message);
             let query = PageQuery {
                 cursor: None,
+                picked: false,
                 selected: None,
                 target: None,
                 q: "",
@@ -442,7 +452,7 @@ pub async fn set_response(state: &Arc<AppState>, req: Request<Incoming>, bin: &s
 pub async fn clear_response(
     state: &Arc<AppState>,
     req: Request<Incoming>,
-    bin: &str,
+    bin: &BinId,
 ) -> PageResult {
     read_form(state, req).await?;
     bins::set_response(state, bin, None, now_ms()).await?;

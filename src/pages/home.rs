@@ -42,7 +42,7 @@ pub async fn create_bin(
     check_same_site(state, &req)?;
     let ip = client_ip(&state.config, conn.peer, req.headers());
     bins::admit(state, ip, now_ms())?;
-    let id = crate::ids::new_bin_id();
+    let id = crate::ids::BinId::new();
     let bin = bins::create(state, id, ip, state.config.bin_ttl, None).await?;
     Ok(see_other(&format!("/bins/{}", bin.id)))
 }

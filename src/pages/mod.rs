@@ -58,22 +58,59 @@ pub async fn route(
     let get = method == Method::GET || method == Method::HEAD;
     let post = method == Method::POST;
     let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    // Ids are parsed here, once: a malformed one is the same 404 page as an unknown one. A
+    // form from another site is refused first, whatever its ids (as `read_form` would).
+    let same_site = || {
+        if post {
+            check_same_site(state, &req)
+        } else {
+            Ok(())
+        }
+    };
+    let bin_id = |bin: &str| {
+        same_site()?;
+        bins::bin_id(bin).map_err(PageError::from)
+    };
+    let ids = |bin: &str, id: &str| {
+        same_site()?;
+        bins::path_ids(state, bin, id).map_err(PageError::from)
+    };
     let result = match segments.as_slice() {
         [""] if get => home::page(state, &req),
         ["static", name] if get => Ok(static_file(name, req.uri().query())),
         ["bins"] if post => home::create_bin(state, req, conn).await,
-        ["bins", bin] if get => bin::page(state, &req, bin).await,
-        ["bins", bin, "delete"] if post => bin::delete_bin(state, req, bin).await,
-        ["bins", bin, "clear"] if post => bin::clear(state, req, bin).await,
-        ["bins", bin, "response"] if post => bin::set_response(state, req, bin).await,
-        ["bins", bin, "response", "clear"] if post => bin::clear_response(state, req, bin).await,
-        ["bins", bin, "requests", id] if get => request::page(state, &req, bin, id).await,
-        ["bins", bin, "requests", id, "delete"] if post => {
-            request::delete(state, req, bin, id).await
-        }
-        ["bins", bin, "requests", id, "verify"] if post => {
-            request::verify(state, req, bin, id).await
-        }
+        ["bins", bin] if get => match bin_id(bin) {
+            Ok(bin) => bin::page(state, &req, &bin).await,
+            Err(e) => Err(e),
+        },
+        ["bins", bin, "delete"] if post => match bin_id(bin) {
+            Ok(bin) => bin::delete_bin(state, req, &bin).await,
+            Err(e) => Err(e),
+        },
+        ["bins", bin, "clear"] if post => match bin_id(bin) {
+            Ok(bin) => bin::clear(state, req, &bin).await,
+            Err(e) => Err(e),
+        },
+        ["bins", bin, "response"] if post => match bin_id(bin) {
+            Ok(bin) => bin::set_response(state, req, &bin).await,
+            Err(e) => Err(e),
+        },
+        ["bins", bin, "response", "clear"] if post => match bin_id(bin) {
+            Ok(bin) => bin::clear_response(state, req, &bin).await,
+            Err(e) => Err(e),
+        },
+        ["bins", bin, "requests", id] if get => match ids(bin, id) {
+            Ok(ids) => request::page(state, &req, ids).await,
+            Err(e) => Err(e),
+        },
+        ["bins", bin, "requests", id, "delete"] if post => match ids(bin, id) {
+            Ok(ids) => request::delete(state, req, ids).await,
+            Err(e) => Err(e),
+        },
+        ["bins", bin, "requests", id, "verify"] if post => match ids(bin, id) {
+            Ok(ids) => request::verify(state, req, ids).await,
+            Err(e) => Err(e),
+        },
         [""] | ["static", _] | ["bins", _] | ["bins", _, "requests", _] => {
             Err(PageError::method_not_allowed("GET, HEAD"))
         }

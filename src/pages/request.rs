@@ -12,6 +12,7 @@ use super::integrations::{self, VERIFY_SCHEMES, Verification};
 use super::{PageError, PageResult, field, query_param, read_form, render, see_other};
 use crate::bins;
 use crate::clock::rfc3339_ms;
+use crate::ids::{BinId, RequestId};
 use crate::model::StoredRequest;
 use crate::state::AppState;
 use crate::web::client::capture_base;
@@ -102,7 +103,7 @@ impl Detail {
             .collect();
         Detail {
             bin: r.bin_id.clone(),
-            id: r.id.clone(),
+            id: r.id.to_string(),
             method: r.method.clone(),
             method_class: method_class(&r.method),
             url,
@@ -129,7 +130,7 @@ impl Detail {
             } else {
                 format!("/bins/{}", r.bin_id)
             },
-            curl_form_req: (!standalone).then(|| r.id.clone()),
+            curl_form_req: (!standalone).then(|| r.id.to_string()),
             verification: None,
             schemes: VERIFY_SCHEMES.iter().map(|s| (*s, false)).collect(),
             standalone,
@@ -199,8 +200,12 @@ struct RequestPage {
     detail: Detail,
 }
 
-pub async fn page(state: &AppState, req: &Request<Incoming>, bin: &str, id: &str) -> PageResult {
-    let stored = bins::find_request(state, bin, id).await?;
+pub async fn page(
+    state: &AppState,
+    req: &Request<Incoming>,
+    (bin, id): (BinId, RequestId),
+) -> PageResult {
+    let stored = bins::find_request(state, &bin, id).await?;
     let base = capture_base(&state.config, req.headers());
     let target = query_param(req, "target");
     let (detail, _) = detail(state, stored, &base, target.as_deref(), true).await?;
@@ -216,12 +221,11 @@ pub async fn page(state: &AppState, req: &Request<Incoming>, bin: &str, id: &str
 pub async fn delete(
     state: &Arc<AppState>,
     req: Request<Incoming>,
-    bin: &str,
-    id: &str,
+    (bin, id): (BinId, RequestId),
 ) -> PageResult {
     read_form(state, req).await?;
     // Already gone (deleted in another tab, or evicted) is fine: the list is what the user wants.
-    bins::delete_request(state, bin, id).await?;
+    bins::delete_request(state, &bin, id).await?;
     Ok(see_other(&format!("/bins/{bin}")))
 }
 
@@ -230,12 +234,11 @@ pub async fn delete(
 pub async fn verify(
     state: &Arc<AppState>,
     req: Request<Incoming>,
-    bin: &str,
-    id: &str,
+    (bin, id): (BinId, RequestId),
 ) -> PageResult {
     let base = capture_base(&state.config, req.headers());
     let form = read_form(state, req).await?;
-    let stored = bins::find_request(state, bin, id).await?;
+    let stored = bins::find_request(state, &bin, id).await?;
     let scheme = field(&form, "scheme");
     let scheme = (!scheme.is_empty()).then_some(scheme);
     let (mut detail, stored) = detail(state, stored, &base, None, true).await?;
@@ -265,7 +268,7 @@ mod tests {
 
     fn stored() -> StoredRequest {
         StoredRequest {
-            id: "7".into(),
+            id: crate::ids::RequestId::from_row(7),
             received_at: 1_750_000_000_000,
             ..StoredRequest::sample(
                 "0123456789abcdefghij",

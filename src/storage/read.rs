@@ -10,6 +10,7 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 use tokio::sync::Semaphore;
 
 use super::{BinEntry, StoreError, headers, schema};
+use crate::ids::RequestId;
 use crate::model::{Bin, RequestSummary, StoredRequest};
 use crate::response::ResponseSpec;
 
@@ -136,7 +137,7 @@ const SUMMARY_COLUMNS: &str = "seq, bin_id, received_at, method, path, subpath, 
 
 fn summary_from_row(row: &Row<'_>) -> rusqlite::Result<RequestSummary> {
     Ok(RequestSummary {
-        id: row.get::<_, i64>(0)?.to_string(),
+        id: RequestId::from_row(row.get(0)?),
         bin_id: row.get(1)?,
         received_at: row.get(2)?,
         method: row.get(3)?,
@@ -191,7 +192,7 @@ fn request_from_row(row: &Row<'_>) -> rusqlite::Result<StoredRequest> {
         )
     })?;
     Ok(StoredRequest {
-        id: row.get::<_, i64>(0)?.to_string(),
+        id: RequestId::from_row(row.get(0)?),
         bin_id: row.get(1)?,
         received_at: row.get(2)?,
         method: row.get(3)?,
@@ -296,7 +297,7 @@ pub fn search_before(
         let seq: i64 = row.get(0)?;
         if keep(&request) {
             if page.rows.len() == limit {
-                page.resume_before = page.rows.last().and_then(|r| r.id.parse().ok());
+                page.resume_before = page.rows.last().map(|r| r.id.get());
                 return Ok(page);
             }
             page.rows.push(RequestSummary::from(&request));
@@ -346,7 +347,7 @@ mod tests {
     }
 
     fn ids(page: &SearchPage) -> Vec<String> {
-        page.rows.iter().map(|r| r.id.clone()).collect()
+        page.rows.iter().map(|r| r.id.to_string()).collect()
     }
 
     const WIDE: ScanBudget = ScanBudget {
@@ -358,7 +359,7 @@ mod tests {
     #[test]
     fn a_search_page_stops_at_limit_or_budget_and_says_where_to_go_on() {
         let (_dir, conn) = bin_of(10);
-        let even = |r: &StoredRequest| r.id.parse::<i64>().unwrap() % 2 == 0;
+        let even = |r: &StoredRequest| r.id.get() % 2 == 0;
         // limit reached with more matches below: resume below the last one kept.
         let page = search_before(&conn, "b", i64::MAX, 2, true, WIDE, &even).unwrap();
         assert_eq!(ids(&page), ["10", "8"]);

@@ -25,6 +25,7 @@ use tokio::sync::{mpsc, oneshot};
 use super::StoreError;
 use super::checkpoint::{WalSize, checkpoint};
 use crate::events::EventHub;
+use crate::ids::RequestId;
 use crate::model::{Bin, RequestSummary, StoredRequest};
 
 /// Operations per transaction at most; bounds how long one commit keeps callers waiting.
@@ -286,7 +287,7 @@ fn publish(events: &EventHub, op: &Op, outcome: &Result<Outcome, rusqlite::Error
             // Building a summary costs allocations; only do it when a stream listens.
             if events.is_watched(&request.bin_id) {
                 let mut summary = RequestSummary::from(request);
-                summary.id = id.to_string();
+                summary.id = RequestId::from_row(*id);
                 events.publish(summary);
             }
         }

@@ -9,6 +9,8 @@ pub mod error;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use crate::ids::RequestId;
+
 use crate::rawhead::HeadTap;
 
 /// Per-connection facts a handler may need.
@@ -24,7 +26,7 @@ pub struct ConnInfo {
 /// Put in a capture's response extensions for the access log line.
 #[derive(Debug, Clone, Copy)]
 pub struct Captured {
-    pub request_id: i64,
+    pub request_id: RequestId,
     /// The body size as recorded (`body_size`).
     pub size: u64,
 }
