@@ -30,6 +30,109 @@ const MAX_PAGE: usize = 500;
 
 type ApiResult = Result<Response<Body>, ApiError>;
 
+/// What a route of [`ROUTES`] does; the router dispatches on it with the method.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Endpoint {
+    OpenApi,
+    Bins,
+    Bin,
+    BinResponse,
+    Requests,
+    Request,
+    Body,
+    Part,
+    Verify,
+    Curl,
+    Export,
+    Stream,
+}
+
+/// One route of the JSON API: a path template (`{name}` matches one non-empty segment) and the
+/// methods it accepts, as its `405` answer's `Allow` says them (`GET` includes `HEAD`).
+#[derive(Debug, Clone, Copy)]
+pub struct ApiRoute {
+    pub path: &'static str,
+    pub allow: &'static str,
+    endpoint: Endpoint,
+}
+
+impl ApiRoute {
+    /// The methods of `allow`, one by one.
+    pub fn methods(&self) -> impl Iterator<Item = &'static str> {
+        self.allow.split(", ")
+    }
+
+    /// The values of the path's `{...}` segments when `segments` (the path split on `/`, after
+    /// `/api/`) fits this template.
+    fn params<'a>(&self, segments: &[&'a str]) -> Option<Vec<&'a str>> {
+        let template: Vec<&str> = self.path.trim_start_matches("/api/").split('/').collect();
+        if template.len() != segments.len() {
+            return None;
+        }
+        let mut params = Vec::new();
+        for (t, s) in template.iter().zip(segments) {
+            if t.starts_with('{') {
+                if s.is_empty() {
+                    return None;
+                }
+                params.push(*s);
+            } else if t != s {
+                return None;
+            }
+        }
+        Some(params)
+    }
+}
+
+const fn api(path: &'static str, allow: &'static str, endpoint: Endpoint) -> ApiRoute {
+    ApiRoute {
+        path,
+        allow,
+        endpoint,
+    }
+}
+
+/// Every route of the JSON API: the router below is this table, and the OpenAPI document
+/// (`docs/openapi.json`, served at `/api/openapi.json`) lists exactly these paths and methods
+/// (`tests/it/openapi.rs` checks both ways).
+pub const ROUTES: &[ApiRoute] = &[
+    api("/api/openapi.json", "GET", Endpoint::OpenApi),
+    api("/api/bins", "POST", Endpoint::Bins),
+    api("/api/bins/{bin}", "GET, DELETE", Endpoint::Bin),
+    api(
+        "/api/bins/{bin}/response",
+        "PUT, DELETE",
+        Endpoint::BinResponse,
+    ),
+    api(
+        "/api/bins/{bin}/requests",
+        "GET, DELETE",
+        Endpoint::Requests,
+    ),
+    api(
+        "/api/bins/{bin}/requests/{req}",
+        "GET, DELETE",
+        Endpoint::Request,
+    ),
+    api("/api/bins/{bin}/requests/{req}/body", "GET", Endpoint::Body),
+    api(
+        "/api/bins/{bin}/requests/{req}/body/parts/{n}",
+        "GET",
+        Endpoint::Part,
+    ),
+    api(
+        "/api/bins/{bin}/requests/{req}/verify",
+        "POST",
+        Endpoint::Verify,
+    ),
+    api("/api/bins/{bin}/requests/{req}/curl", "GET", Endpoint::Curl),
+    api("/api/bins/{bin}/export", "GET", Endpoint::Export),
+    api("/api/bins/{bin}/stream", "GET", Endpoint::Stream),
+];
+
+/// The OpenAPI 3.1 document of this API, kept in the repository beside the code it describes.
+pub const OPENAPI_JSON: &str = include_str!("../../docs/openapi.json");
+
 pub async fn route(state: &Arc<AppState>, req: Request<Incoming>, conn: &ConnInfo) -> ApiResult {
     let path = req.uri().path().to_owned();
     let segments: Vec<&str> = path.trim_start_matches("/api/").split('/').collect();
@@ -45,59 +148,57 @@ pub async fn route(state: &Arc<AppState>, req: Request<Incoming>, conn: &ConnInf
             "this API does not accept changes sent by another site's page",
         ));
     }
-    match segments.as_slice() {
-        ["bins"] => match method {
-            Method::POST => create_bin(state, req, conn).await,
-            _ => Err(ApiError::method_not_allowed("POST")),
-        },
-        ["bins", bin] => match method {
-            _ if get => get_bin(state, &req, &bins::bin_id(bin)?).await,
-            Method::DELETE => delete_bin(state, &bins::bin_id(bin)?).await,
-            _ => Err(ApiError::method_not_allowed("GET, DELETE")),
-        },
-        ["bins", bin, "response"] => match method {
-            Method::PUT => put_response(state, req, &bins::bin_id(bin)?).await,
-            Method::DELETE => delete_response(state, &bins::bin_id(bin)?).await,
-            _ => Err(ApiError::method_not_allowed("PUT, DELETE")),
-        },
-        ["bins", bin, "requests"] => match method {
-            _ if get => list_requests(state, &req, &bins::bin_id(bin)?).await,
-            Method::DELETE => clear_requests(state, &bins::bin_id(bin)?).await,
-            _ => Err(ApiError::method_not_allowed("GET, DELETE")),
-        },
-        ["bins", bin, "requests", id] => match method {
-            _ if get => get_request(state, bins::path_ids(state, bin, id)?).await,
-            Method::DELETE => delete_request(state, bins::path_ids(state, bin, id)?).await,
-            _ => Err(ApiError::method_not_allowed("GET, DELETE")),
-        },
-        ["bins", bin, "requests", id, "body"] => match method {
-            _ if get => get_body(state, &req, bins::path_ids(state, bin, id)?).await,
-            _ => Err(ApiError::method_not_allowed("GET")),
-        },
-        ["bins", bin, "requests", id, "body", "parts", n] => match method {
-            _ if get => get_part(state, bins::path_ids(state, bin, id)?, n).await,
-            _ => Err(ApiError::method_not_allowed("GET")),
-        },
-        ["bins", bin, "requests", id, "verify"] => match method {
-            Method::POST => {
-                let ids = bins::path_ids(state, bin, id)?;
-                super::signature::verify(state, req, ids).await
-            }
-            _ => Err(ApiError::method_not_allowed("POST")),
-        },
-        ["bins", bin, "requests", id, "curl"] => match method {
-            _ if get => super::replay::curl(state, &req, bins::path_ids(state, bin, id)?).await,
-            _ => Err(ApiError::method_not_allowed("GET")),
-        },
-        ["bins", bin, "export"] => match method {
-            _ if get => super::replay::export(state, &req, &bins::bin_id(bin)?).await,
-            _ => Err(ApiError::method_not_allowed("GET")),
-        },
-        ["bins", bin, "stream"] => match method {
-            _ if get => super::stream::stream(state, &req, &bins::bin_id(bin)?, conn).await,
-            _ => Err(ApiError::method_not_allowed("GET")),
-        },
-        _ => Err(ApiError::route_not_found()),
+    let Some((route, params)) = ROUTES
+        .iter()
+        .find_map(|r| r.params(&segments).map(|p| (r, p)))
+    else {
+        return Err(ApiError::route_not_found());
+    };
+    let wrong_method = || Err(ApiError::method_not_allowed(route.allow));
+    let delete = method == Method::DELETE;
+    match (route.endpoint, params.as_slice()) {
+        (Endpoint::OpenApi, []) if get => Ok(body::with_type(
+            StatusCode::OK,
+            "application/json",
+            OPENAPI_JSON,
+        )),
+        (Endpoint::Bins, []) if method == Method::POST => create_bin(state, req, conn).await,
+        (Endpoint::Bin, [bin]) if get => get_bin(state, &req, &bins::bin_id(bin)?).await,
+        (Endpoint::Bin, [bin]) if delete => delete_bin(state, &bins::bin_id(bin)?).await,
+        (Endpoint::BinResponse, [bin]) if method == Method::PUT => {
+            put_response(state, req, &bins::bin_id(bin)?).await
+        }
+        (Endpoint::BinResponse, [bin]) if delete => {
+            delete_response(state, &bins::bin_id(bin)?).await
+        }
+        (Endpoint::Requests, [bin]) if get => list_requests(state, &req, &bins::bin_id(bin)?).await,
+        (Endpoint::Requests, [bin]) if delete => clear_requests(state, &bins::bin_id(bin)?).await,
+        (Endpoint::Request, [bin, id]) if get => {
+            get_request(state, bins::path_ids(state, bin, id)?).await
+        }
+        (Endpoint::Request, [bin, id]) if delete => {
+            delete_request(state, bins::path_ids(state, bin, id)?).await
+        }
+        (Endpoint::Body, [bin, id]) if get => {
+            get_body(state, &req, bins::path_ids(state, bin, id)?).await
+        }
+        (Endpoint::Part, [bin, id, n]) if get => {
+            get_part(state, bins::path_ids(state, bin, id)?, n).await
+        }
+        (Endpoint::Verify, [bin, id]) if method == Method::POST => {
+            let ids = bins::path_ids(state, bin, id)?;
+            super::signature::verify(state, req, ids).await
+        }
+        (Endpoint::Curl, [bin, id]) if get => {
+            super::replay::curl(state, &req, bins::path_ids(state, bin, id)?).await
+        }
+        (Endpoint::Export, [bin]) if get => {
+            super::replay::export(state, &req, &bins::bin_id(bin)?).await
+        }
+        (Endpoint::Stream, [bin]) if get => {
+            super::stream::stream(state, &req, &bins::bin_id(bin)?, conn).await
+        }
+        _ => wrong_method(),
     }
 }
 
