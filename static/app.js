@@ -15,6 +15,26 @@
 
   document.documentElement.classList.add('js');
 
+  // The page's language and its strings (locales/*/common.ftl, the js-* messages, sent by the
+  // server in <body data-i18n>). A string with plural forms is an object by CLDR category.
+  const LANG = document.documentElement.lang || 'en';
+  let STRINGS = {};
+  try { STRINGS = JSON.parse(document.body.dataset.i18n || '{}'); } catch (_) { STRINGS = {}; }
+  const number = (n) => Number(n).toLocaleString(LANG);
+  function tr(key, vars = {}) {
+    let s = STRINGS[key];
+    if (s && typeof s === 'object') {
+      let category = 'other';
+      try { category = new Intl.PluralRules(LANG).select(Number(vars.n)); } catch (_) { /* old browser */ }
+      s = s[category] || s.other;
+    }
+    if (typeof s !== 'string') return key;
+    return s.replace(/\{\$(\w+)\}/g, (m, name) => {
+      if (!(name in vars)) return m;
+      return typeof vars[name] === 'number' ? number(vars[name]) : String(vars[name]);
+    });
+  }
+
   function announce(text) {
     const el = $('#announce');
     if (!el) return;
@@ -56,8 +76,8 @@
     if (!src) return;
     const ok = await copyText(textOf(src));
     btn.dataset.label = btn.dataset.label || btn.textContent;
-    btn.textContent = ok ? 'Copied' : 'Copy failed';
-    announce(ok ? 'Copied to the clipboard' : 'Could not copy: select the text and copy it by hand');
+    btn.textContent = ok ? tr('copied') : tr('copy-failed');
+    announce(ok ? tr('copied-announce') : tr('copy-failed-announce'));
     clearTimeout(btn.copyTimer);
     btn.copyTimer = setTimeout(() => { btn.textContent = btn.dataset.label; }, 1500);
   });
@@ -69,18 +89,20 @@
   });
 
   // ---- Times -------------------------------------------------------------------------------
+  // Relative and local times in the page's language (the browser's Intl, not its own locale).
   function relative(ms) {
     const s = Math.max(0, Math.round((Date.now() - ms) / 1000));
-    if (s < 5) return 'just now';
-    if (s < 60) return `${s} s ago`;
+    const rtf = new Intl.RelativeTimeFormat(LANG, { numeric: 'auto', style: 'short' });
+    if (s < 5) return rtf.format(0, 'second');
+    if (s < 60) return rtf.format(-s, 'second');
     const m = Math.round(s / 60);
-    if (m < 60) return `${m} min ago`;
+    if (m < 60) return rtf.format(-m, 'minute');
     const h = Math.round(m / 60);
-    if (h < 48) return `${h} h ago`;
-    return `${Math.round(h / 24)} days ago`;
+    if (h < 48) return rtf.format(-h, 'hour');
+    return rtf.format(-Math.round(h / 24), 'day');
   }
   function localTime(d) {
-    return d.toLocaleString(undefined, {
+    return d.toLocaleString(LANG, {
       year: 'numeric', month: 'short', day: 'numeric',
       hour: '2-digit', minute: '2-digit', second: '2-digit', timeZoneName: 'short',
     });
@@ -172,10 +194,10 @@
   function copyCurl() {
     const pre = $('#curl-command');
     if (!pre) {
-      announce('No curl command for this request');
+      announce(tr('no-curl'));
       return;
     }
-    copyText(pre.textContent.trim()).then((ok) => announce(ok ? 'Copied the request as curl' : 'Could not copy'));
+    copyText(pre.textContent.trim()).then((ok) => announce(ok ? tr('copied-curl') : tr('could-not-copy')));
   }
 
   function initDetail(root) {
@@ -269,7 +291,7 @@
   const liveBadge = document.createElement('span');
   liveBadge.className = 'live off';
   // No stream (a search that does not parse): nothing is live until it is fixed.
-  liveBadge.textContent = list.dataset.stream ? 'connecting' : 'paused';
+  liveBadge.textContent = list.dataset.stream ? tr('connecting') : tr('paused');
   HEAD.appendChild(liveBadge);
   let pointerInList = false;
   // Rows that arrived while the pointer rested on the list: inserting them would move the row
@@ -285,13 +307,16 @@
     GET: 'm-get', POST: 'm-post', PUT: 'm-put', PATCH: 'm-patch', DELETE: 'm-delete',
     HEAD: 'm-meta', OPTIONS: 'm-meta',
   };
+  // As src/pages/format.rs writes sizes: the units from the catalog, the number the language's way.
   function humanSize(n) {
-    if (n < 1024) return `${n} B`;
-    const units = ['KiB', 'MiB', 'GiB', 'TiB'];
+    if (n < 1024) return tr('size-b', { n });
+    const units = ['size-kib', 'size-mib', 'size-gib', 'size-tib'];
     let v = n / 1024;
     let u = 0;
     while (v >= 1024 && u < units.length - 1) { v /= 1024; u += 1; }
-    return `${v < 10 ? v.toFixed(1) : v.toFixed(0)} ${units[u]}`;
+    const digits = v < 10 ? 1 : 0;
+    const text = v.toLocaleString(LANG, { minimumFractionDigits: digits, maximumFractionDigits: digits });
+    return tr(units[u], { n: text });
   }
 
   function buildRow(s) {
@@ -310,7 +335,7 @@
     li.querySelector('time').dateTime = s.received_at;
     const size = li.querySelector('.size');
     size.textContent = humanSize(s.body_size);
-    size.title = `${Number(s.body_size).toLocaleString('en-US')} bytes`;
+    size.title = tr('bytes', { n: s.body_size });
     li.querySelector('.cut').hidden = !s.body_truncated;
     li.querySelector('.ctype').textContent = s.content_type || '';
     refreshTimes(li);
@@ -360,7 +385,7 @@
       const moved = first.getBoundingClientRect().top - before;
       if (moved) {
         box.scrollTop += moved;
-        offerJump('↑ New requests');
+        offerJump(tr('new-requests'));
       }
     }
   }
@@ -369,7 +394,7 @@
   function arrive(li) {
     if (list.firstElementChild && pointerInList) {
       held.push(li);
-      offerJump(`↑ ${held.length} new request${held.length === 1 ? '' : 's'}`);
+      offerJump(tr('jump-new', { n: held.length }));
     } else {
       insertRow(li);
     }
@@ -389,9 +414,9 @@
     for (const b of $$('.list-head button[disabled]')) b.disabled = false;
     const empty = $('#detail .empty-state h2');
     if (empty) {
-      empty.textContent = 'Pick a request';
+      empty.textContent = tr('pick-request');
       const p = empty.nextElementSibling;
-      if (p) p.textContent = 'Select a request in the list to see it here.';
+      if (p) p.textContent = tr('pick-request-hint');
     }
   }
 
@@ -402,11 +427,11 @@
   if (window.EventSource && list.dataset.stream) {
     const events = new EventSource(list.dataset.stream);
     events.addEventListener('open', () => {
-      liveBadge.textContent = 'live';
+      liveBadge.textContent = tr('live');
       liveBadge.classList.remove('off');
     });
     events.addEventListener('error', () => {
-      liveBadge.textContent = events.readyState === EventSource.CLOSED ? 'offline: reload' : 'reconnecting';
+      liveBadge.textContent = events.readyState === EventSource.CLOSED ? tr('offline') : tr('reconnecting');
       liveBadge.classList.add('off');
     });
     events.addEventListener('request', (ev) => {
@@ -416,7 +441,7 @@
         newer += 1;
         const box = $('#newer');
         box.hidden = false;
-        box.querySelector('a').textContent = `${newer} new request${newer === 1 ? '' : 's'}: show the newest`;
+        box.querySelector('a').textContent = tr('newer', { n: newer });
         return;
       }
       if (seen.has(String(s.id))) return;
@@ -427,7 +452,7 @@
       arrive(li);
       bumpCount();
       showFirstArrival();
-      announce(`New ${s.method} request`);
+      announce(tr('new-request', { method: s.method }));
       if (!$('#detail .detail') && WIDE.matches) select(li);
     });
     // An arrival the search does not match: counted, not listed.
@@ -440,14 +465,14 @@
       const note = $('#hidden-count');
       if (note) {
         note.hidden = false;
-        note.textContent = ` ${hiddenByFilter} new request${hiddenByFilter === 1 ? '' : 's'} did not match.`;
+        note.textContent = ` ${tr('hidden', { n: hiddenByFilter })}`;
       }
     });
     events.addEventListener('bin_deleted', () => {
       events.close();
-      liveBadge.textContent = 'bin deleted';
+      liveBadge.textContent = tr('live-deleted');
       liveBadge.classList.add('off');
-      announce('This bin was deleted');
+      announce(tr('bin-deleted'));
     });
   }
 })();

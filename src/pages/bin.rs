@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 use super::format::{
     absolute_time, exact_bytes, human_size, method_class, row_target, row_time, time_until,
 };
+use super::i18n::Ui;
 use super::request::{Detail, detail};
 use super::{PageError, PageResult, field, query_param, read_form, render, see_other, shell_quote};
 use crate::bins::{self, Search};
@@ -44,7 +45,7 @@ pub struct Row {
 }
 
 impl Row {
-    fn new(s: &RequestSummary, href: String, selected: bool, now: i64) -> Self {
+    fn new(s: &RequestSummary, href: String, selected: bool, now: i64, ui: &Ui) -> Self {
         Row {
             id: s.id.to_string(),
             href,
@@ -52,10 +53,10 @@ impl Row {
             method_class: method_class(&s.method),
             target: row_target(&s.subpath, &s.query),
             time_iso: rfc3339_ms(s.received_at),
-            time_abs: absolute_time(s.received_at),
-            time_text: row_time(s.received_at, now),
-            size: human_size(s.body_size),
-            size_exact: exact_bytes(s.body_size),
+            time_abs: absolute_time(s.received_at, ui.lang),
+            time_text: row_time(s.received_at, now, ui.lang),
+            size: human_size(s.body_size, ui),
+            size_exact: exact_bytes(s.body_size, ui),
             content_type: s.content_type.clone().unwrap_or_default(),
             truncated: s.body_truncated,
             selected,
@@ -160,7 +161,7 @@ impl ResponseForm {
 }
 
 /// One sentence on what the bin answers.
-fn response_summary(spec: Option<&ResponseSpec>) -> String {
+fn response_summary(spec: Option<&ResponseSpec>, ui: &Ui) -> String {
     let Some(s) = spec else {
         return "Answers 200 with the body \"ok\" (the default).".to_owned();
     };
@@ -170,7 +171,7 @@ fn response_summary(spec: Option<&ResponseSpec>) -> String {
         parts.push(format!("{n} header{}", if n == 1 { "" } else { "s" }));
     }
     if !s.body.is_empty() {
-        parts.push(format!("a {} body", human_size(s.body.len() as u64)));
+        parts.push(format!("a {} body", human_size(s.body.len() as u64, ui)));
     }
     let mut text = parts.join(", ");
     if s.delay_ms > 0 {
@@ -183,6 +184,7 @@ fn response_summary(spec: Option<&ResponseSpec>) -> String {
 #[derive(Template)]
 #[template(path = "bin.html")]
 struct BinPage {
+    ui: Ui,
     bin: String,
     capture_url: String,
     example_curl: String,
@@ -219,7 +221,12 @@ struct BinPage {
     list_href: String,
 }
 
-pub async fn page(state: &AppState, req: &Request<Incoming>, bin: &BinId) -> PageResult {
+pub async fn page(
+    state: &AppState,
+    req: &Request<Incoming>,
+    bin: &BinId,
+    ui: &Ui,
+) -> PageResult {
     let q = query_param(req, "q").unwrap_or_default();
     // A bad query is shown on the page, beside the box, not as an error page: the user fixes
     // it in place. The list then shows nothing rather than everything, so that an unfiltered
@@ -232,10 +239,7 @@ pub async fn page(state: &AppState, req: &Request<Incoming>, bin: &BinId) -> Pag
     let cursor = match query_param(req, "cursor").filter(|c| !c.is_empty()) {
         None => None,
         Some(c) => Some(bins::decode_cursor(&c, search.as_ref()).ok_or_else(|| {
-            PageError::new(
-                StatusCode::BAD_REQUEST,
-                "This page link is damaged (unknown cursor).",
-            )
+            PageError::new(StatusCode::BAD_REQUEST, "err-bad-cursor")
         })?),
     };
     // `?req=` that is not a request id picks nothing: the page says it is gone.
@@ -255,6 +259,7 @@ pub async fn page(state: &AppState, req: &Request<Incoming>, bin: &BinId) -> Pag
             q_error,
         },
         None,
+        ui,
     )
     .await
 }
@@ -277,6 +282,7 @@ async fn render_page(
     bin_id: &BinId,
     query: PageQuery<'_>,
     rejected: Option<ResponseForm>,
+    ui: &Ui,
 ) -> PageResult {
     let now = now_ms();
     let bin: Bin = bins::get(state, bin_id, now).await?;
@@ -320,7 +326,7 @@ async fn render_page(
     let missing = query.picked && stored.is_none();
     let selected_id = stored.as_ref().map(|r| r.id);
     let selected = match stored {
-        Some(r) => Some(detail(state, r, &base, query.target, false).await?.0),
+        Some(r) => Some(detail(state, r, &base, query.target, false, ui).await?.0),
         None => None,
     };
 
@@ -328,7 +334,7 @@ async fn render_page(
         .iter()
         .map(|s| {
             let href = format!("/bins/{bin_id}?req={}{q_suffix}{page_suffix}", s.id);
-            Row::new(s, href, selected_id == Some(s.id), now)
+            Row::new(s, href, selected_id == Some(s.id), now, ui)
         })
         .collect();
     let first_page = query.cursor.is_none();
@@ -358,6 +364,7 @@ async fn render_page(
         StatusCode::OK
     };
     let page = BinPage {
+        ui: ui.clone(),
         bin: bin_id.to_string(),
         example_curl: format!(
             "curl -X POST {} -H 'Content-Type: application/json' -d '{{\"hello\":\"world\"}}'",
@@ -365,8 +372,8 @@ async fn render_page(
         ),
         capture_url,
         expires_iso: rfc3339_ms(bin.expires_at),
-        expires_abs: absolute_time(bin.expires_at),
-        expires_text: time_until(bin.expires_at, now),
+        expires_abs: absolute_time(bin.expires_at, ui.lang),
+        expires_text: time_until(bin.expires_at, now, ui),
         count: bin.request_count,
         cap: state.config.max_requests_per_bin,
         rows,
@@ -379,7 +386,7 @@ async fn render_page(
         picked: query.picked,
         missing,
         response_active: spec.is_some(),
-        response_summary: response_summary(spec.as_ref()),
+        response_summary: response_summary(spec.as_ref(), ui),
         form: rejected.unwrap_or_else(|| ResponseForm::from_spec(spec.as_ref())),
         form_open,
         list_href: list_href(bin_id, query.q),
@@ -421,6 +428,7 @@ pub async fn set_response(
     state: &Arc<AppState>,
     req: Request<Incoming>,
     bin: &BinId,
+    ui: &Ui,
 ) -> PageResult {
     let headers = req.headers().clone();
     let form = read_form(state, req).await?;
@@ -444,7 +452,7 @@ pub async fn set_response(
                 search: None,
                 q_error: None,
             };
-            render_page(state, &headers, bin, query, Some(typed)).await
+            render_page(state, &headers, bin, query, Some(typed), ui).await
         }
     }
 }

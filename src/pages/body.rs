@@ -9,6 +9,7 @@
 //! Nothing is ever pre-built HTML. Views are capped, so a 5 MiB body does not produce a 50 MB
 //! page; the download link always gives the exact bytes.
 
+use super::i18n::{Lang, Ui};
 use std::borrow::Cow;
 
 use crate::content::coding::Outcome;
@@ -141,8 +142,8 @@ fn clip(text: &str, cap: usize) -> (&str, bool) {
 fn clip_note(shown: usize, total: usize, caps: Caps) -> String {
     format!(
         "Showing the first {} of {}. {}",
-        super::format::human_size(shown as u64),
-        super::format::human_size(total as u64),
+        super::format::human_size(shown as u64, &Ui::new(Lang::En, "/")),
+        super::format::human_size(total as u64, &Ui::new(Lang::En, "/")),
         more(caps)
     )
 }
@@ -174,8 +175,8 @@ pub fn request_view(r: &StoredRequest, caps: Caps, decode_limit: usize) -> BodyV
     let sizes = |decoded: usize| {
         format!(
             "{} → {}",
-            super::format::exact_bytes(r.body.len() as u64).trim_end_matches(" bytes"),
-            super::format::exact_bytes(decoded as u64)
+            super::format::exact_bytes(r.body.len() as u64, &Ui::new(Lang::En, "/")).trim_end_matches(" bytes"),
+            super::format::exact_bytes(decoded as u64, &Ui::new(Lang::En, "/"))
         )
     };
     // What is shown, what to say about it, and whether it is the decoded body.
@@ -190,7 +191,7 @@ pub fn request_view(r: &StoredRequest, caps: Caps, decode_limit: usize) -> BodyV
             format!(
                 "Decoded from {codings}, cut at {} (--max-decoded-bytes): the body decodes to \
                  more than that, likely a decompression bomb. Shown: its start.",
-                super::format::exact_bytes(*limit as u64)
+                super::format::exact_bytes(*limit as u64, &Ui::new(Lang::En, "/"))
             ),
             true,
         ),
@@ -268,7 +269,7 @@ pub fn view(body: &[u8], content_type: Option<&str>, caps: Caps) -> BodyView {
                 clipped: Some(format!(
                     "A large body: the first {} of it pretty-printed, not checked as a whole \
                      (Raw and the download are exact). {}",
-                    super::format::human_size(shown as u64),
+                    super::format::human_size(shown as u64, &Ui::new(Lang::En, "/")),
                     more(caps)
                 )),
             });
@@ -285,7 +286,7 @@ pub fn view(body: &[u8], content_type: Option<&str>, caps: Caps) -> BodyView {
                         clipped: clipped.then(|| {
                             format!(
                                 "Showing the first {} of the pretty-printed text. {}",
-                                super::format::human_size(shown as u64),
+                                super::format::human_size(shown as u64, &Ui::new(Lang::En, "/")),
                                 more(caps)
                             )
                         }),
@@ -305,7 +306,7 @@ pub fn view(body: &[u8], content_type: Option<&str>, caps: Caps) -> BodyView {
                         clipped: clipped.then(|| {
                             format!(
                                 "Showing the first {} of the re-indented text. {}",
-                                super::format::human_size(pretty.len() as u64),
+                                super::format::human_size(pretty.len() as u64, &Ui::new(Lang::En, "/")),
                                 more(caps)
                             )
                         }),
@@ -372,8 +373,8 @@ fn part_views(body: &[u8], parsed: &multipart::Multipart, caps: Caps) -> Vec<Par
                 name: p.name.clone(),
                 filename: p.filename.clone(),
                 content_type: p.content_type.clone(),
-                size: super::format::human_size(bytes.len() as u64),
-                size_exact: super::format::exact_bytes(bytes.len() as u64),
+                size: super::format::human_size(bytes.len() as u64, &Ui::new(Lang::En, "/")),
+                size_exact: super::format::exact_bytes(bytes.len() as u64, &Ui::new(Lang::En, "/")),
                 incomplete: !p.complete,
                 preview: String::new(),
                 preview_is_hex: false,
@@ -402,7 +403,7 @@ fn part_views(body: &[u8], parsed: &multipart::Multipart, caps: Caps) -> Vec<Par
             if clipped {
                 view.preview_note = Some(format!(
                     "Showing the start of its {}. Download it for all of it.",
-                    super::format::human_size(bytes.len() as u64)
+                    super::format::human_size(bytes.len() as u64, &Ui::new(Lang::En, "/"))
                 ));
             }
             view.preview = preview;

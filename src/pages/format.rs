@@ -1,16 +1,18 @@
-//! Small text formatting for the pages: sizes, times, method badges.
+//! Small text formatting for the pages, in the page's language: sizes, times, method badges.
 //!
-//! The JavaScript in `static/app.js` formats live rows the same way (`humanSize`); keep the two
-//! in step.
+//! The JavaScript in `static/app.js` formats live rows the same way (`humanSize`, with the
+//! units from the catalogs); keep the two in step.
 
 use time::OffsetDateTime;
 use time::macros::format_description;
 
-/// `0 B`, `512 B`, `1.5 KiB`, `3.2 MiB`.
-pub fn human_size(bytes: u64) -> String {
-    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+use super::i18n::{Lang, Ui};
+
+/// `0 B`, `512 B`, `1.5 KiB`, `3.2 MiB` (`1,5 КиБ` in Russian).
+pub fn human_size(bytes: u64, ui: &Ui) -> String {
+    const UNITS: [&str; 4] = ["size-kib", "size-mib", "size-gib", "size-tib"];
     if bytes < 1024 {
-        return format!("{bytes} B");
+        return ui.t1("size-b", "n", ui.lang.int(bytes));
     }
     let mut value = bytes as f64 / 1024.0;
     let mut unit = 0;
@@ -18,24 +20,13 @@ pub fn human_size(bytes: u64) -> String {
         value /= 1024.0;
         unit += 1;
     }
-    if value < 10.0 {
-        format!("{value:.1} {}", UNITS[unit])
-    } else {
-        format!("{value:.0} {}", UNITS[unit])
-    }
+    let places = if value < 10.0 { 1 } else { 0 };
+    ui.t1(UNITS[unit], "n", ui.lang.decimal(value, places))
 }
 
-/// `1 234 567 bytes` style exact count for tooltips.
-pub fn exact_bytes(bytes: u64) -> String {
-    let digits = bytes.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    format!("{out} bytes")
+/// `1,234,567 bytes` (`1 234 567 байт`): the exact count for tooltips.
+pub fn exact_bytes(bytes: u64, ui: &Ui) -> String {
+    ui.count("bytes", bytes)
 }
 
 fn datetime(ms: i64) -> OffsetDateTime {
@@ -43,45 +34,52 @@ fn datetime(ms: i64) -> OffsetDateTime {
         .unwrap_or(OffsetDateTime::UNIX_EPOCH)
 }
 
-/// `2026-11-29 19:32:56.123 UTC`: the absolute time shown without JavaScript and in tooltips.
-pub fn absolute_time(ms: i64) -> String {
-    let format = format_description!(
-        "[year]-[month]-[day] [hour]:[minute]:[second].[subsecond digits:3] UTC"
-    );
-    datetime(ms).format(&format).unwrap_or_default()
+/// `2026-11-29 19:32:56.123 UTC` (`29.11.2026 19:32:56,123 UTC` in Russian and Ukrainian): the
+/// absolute time shown without JavaScript and in tooltips.
+pub fn absolute_time(ms: i64, lang: Lang) -> String {
+    let t = datetime(ms);
+    match lang {
+        Lang::En => t.format(format_description!(
+            "[year]-[month]-[day] [hour]:[minute]:[second].[subsecond digits:3] UTC"
+        )),
+        Lang::Ru | Lang::Uk => t.format(format_description!(
+            "[day].[month].[year] [hour]:[minute]:[second],[subsecond digits:3] UTC"
+        )),
+    }
+    .unwrap_or_default()
 }
 
 /// A compact absolute time for list rows: `19:32:56 UTC` on the day of `now`, else
-/// `2026-11-28 19:32 UTC`.
-pub fn row_time(ms: i64, now: i64) -> String {
+/// `2026-11-28 19:32 UTC` (`28.11.2026 19:32 UTC`).
+pub fn row_time(ms: i64, now: i64, lang: Lang) -> String {
     let t = datetime(ms);
     if t.date() == datetime(now).date() {
-        let format = format_description!("[hour]:[minute]:[second] UTC");
-        t.format(&format).unwrap_or_default()
+        t.format(format_description!("[hour]:[minute]:[second] UTC"))
+    } else if lang == Lang::En {
+        t.format(format_description!("[year]-[month]-[day] [hour]:[minute] UTC"))
     } else {
-        let format = format_description!("[year]-[month]-[day] [hour]:[minute] UTC");
-        t.format(&format).unwrap_or_default()
+        t.format(format_description!("[day].[month].[year] [hour]:[minute] UTC"))
     }
+    .unwrap_or_default()
 }
 
 /// `in 6 days`, `in 3 hours`, `in 12 minutes`, `in 40 seconds`, `now`.
-pub fn time_until(ms: i64, now: i64) -> String {
+pub fn time_until(ms: i64, now: i64, ui: &Ui) -> String {
     if ms - now < 1000 {
-        return "now".to_owned();
+        return ui.t("time-now");
     }
-    format!("in {}", duration_words(ms - now))
+    ui.t1("time-in", "duration", duration_words(ms - now, ui))
 }
 
 /// `7 days`, `3 hours`, `12 minutes`, `40 seconds` (rounded to the nearest unit).
-pub fn duration_words(ms: i64) -> String {
-    let secs = ms.max(0) / 1000;
-    let (n, unit) = match secs {
-        s if s < 90 => (s, "second"),
-        s if s < 3570 => ((s + 30) / 60, "minute"),
-        s if s < 36 * 3600 => ((s + 1800) / 3600, "hour"),
-        s => ((s + 43_200) / 86_400, "day"),
-    };
-    format!("{n} {unit}{}", if n == 1 { "" } else { "s" })
+pub fn duration_words(ms: i64, ui: &Ui) -> String {
+    let secs = (ms.max(0) / 1000) as u64;
+    match secs {
+        s if s < 90 => ui.count("duration-seconds", s),
+        s if s < 3570 => ui.count("duration-minutes", (s + 30) / 60),
+        s if s < 36 * 3600 => ui.count("duration-hours", (s + 1800) / 3600),
+        s => ui.count("duration-days", (s + 43_200) / 86_400),
+    }
 }
 
 /// The CSS class of a method badge; unknown methods share a neutral colour.
@@ -111,30 +109,50 @@ pub fn row_target(subpath: &str, query: &str) -> String {
 mod tests {
     use super::*;
 
+    fn en() -> Ui {
+        Ui::new(Lang::En, "/")
+    }
+
     #[test]
     fn sizes() {
-        assert_eq!(human_size(0), "0 B");
-        assert_eq!(human_size(1023), "1023 B");
-        assert_eq!(human_size(1536), "1.5 KiB");
-        assert_eq!(human_size(20 * 1024), "20 KiB");
-        assert_eq!(human_size(5 * 1024 * 1024), "5.0 MiB");
-        assert_eq!(exact_bytes(1_234_567), "1,234,567 bytes");
-        assert_eq!(exact_bytes(12), "12 bytes");
+        let en = &en();
+        assert_eq!(human_size(0, en), "0 B");
+        assert_eq!(human_size(1023, en), "1,023 B");
+        assert_eq!(human_size(1536, en), "1.5 KiB");
+        assert_eq!(human_size(20 * 1024, en), "20 KiB");
+        assert_eq!(human_size(5 * 1024 * 1024, en), "5.0 MiB");
+        assert_eq!(exact_bytes(1_234_567, en), "1,234,567 bytes");
+        assert_eq!(exact_bytes(12, en), "12 bytes");
+        let ru = &Ui::new(Lang::Ru, "/");
+        assert_eq!(human_size(1536, ru), "1,5 КиБ");
+        assert_eq!(exact_bytes(1_234_567, ru), "1\u{a0}234\u{a0}567 байт");
+        let uk = &Ui::new(Lang::Uk, "/");
+        assert_eq!(human_size(3 * 1024 * 1024 * 1024, uk), "3,0 ГіБ");
     }
 
     #[test]
     fn times() {
+        let en = &en();
         let t = 1_750_000_000_123; // 2025-06-15T15:06:40.123Z
-        assert_eq!(absolute_time(t), "2025-06-15 15:06:40.123 UTC");
-        assert_eq!(row_time(t, t + 1000), "15:06:40 UTC");
-        assert_eq!(row_time(t, t + 86_400_000), "2025-06-15 15:06 UTC");
-        assert_eq!(time_until(t, t), "now");
-        assert_eq!(time_until(t + 1000, t), "in 1 second");
-        assert_eq!(time_until(t + 12 * 60_000, t), "in 12 minutes");
-        assert_eq!(time_until(t + 5 * 3_600_000, t), "in 5 hours");
-        assert_eq!(time_until(t + 7 * 86_400_000 - 5000, t), "in 7 days");
-        assert_eq!(duration_words(7 * 86_400_000), "7 days");
-        assert_eq!(duration_words(3_600_000), "1 hour");
+        assert_eq!(absolute_time(t, Lang::En), "2025-06-15 15:06:40.123 UTC");
+        assert_eq!(absolute_time(t, Lang::Ru), "15.06.2025 15:06:40,123 UTC");
+        assert_eq!(row_time(t, t + 1000, Lang::En), "15:06:40 UTC");
+        assert_eq!(row_time(t, t + 86_400_000, Lang::En), "2025-06-15 15:06 UTC");
+        assert_eq!(row_time(t, t + 86_400_000, Lang::Uk), "15.06.2025 15:06 UTC");
+        assert_eq!(time_until(t, t, en), "now");
+        assert_eq!(time_until(t + 1000, t, en), "in 1 second");
+        assert_eq!(time_until(t + 12 * 60_000, t, en), "in 12 minutes");
+        assert_eq!(time_until(t + 5 * 3_600_000, t, en), "in 5 hours");
+        assert_eq!(time_until(t + 7 * 86_400_000 - 5000, t, en), "in 7 days");
+        assert_eq!(duration_words(7 * 86_400_000, en), "7 days");
+        assert_eq!(duration_words(3_600_000, en), "1 hour");
+        let ru = &Ui::new(Lang::Ru, "/");
+        assert_eq!(time_until(t + 7 * 86_400_000, t, ru), "через 7 дней");
+        assert_eq!(time_until(t + 60_000 * 21, t, ru), "через 21 минуту");
+        assert_eq!(time_until(t + 3_600_000 * 3, t, ru), "через 3 часа");
+        let uk = &Ui::new(Lang::Uk, "/");
+        assert_eq!(duration_words(2 * 86_400_000, uk), "2 дні");
+        assert_eq!(duration_words(5 * 60_000, uk), "5 хвилин");
     }
 
     #[test]

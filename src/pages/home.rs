@@ -6,6 +6,7 @@ use askama::Template;
 use hyper::body::Incoming;
 use hyper::{Request, StatusCode};
 
+use super::i18n::Ui;
 use super::{PageResult, check_same_site, query_param, render, see_other};
 use crate::bins;
 use crate::clock::now_ms;
@@ -16,19 +17,21 @@ use crate::web::client::{capture_base, client_ip};
 #[derive(Template)]
 #[template(path = "home.html")]
 struct HomePage {
+    ui: Ui,
     /// What a bin URL looks like on this server, for the how-to.
     example_url: String,
     ttl: String,
     deleted: bool,
 }
 
-pub fn page(state: &AppState, req: &Request<Incoming>) -> PageResult {
+pub fn page(state: &AppState, req: &Request<Incoming>, ui: &Ui) -> PageResult {
     let base = capture_base(&state.config, req.headers());
     render(
         StatusCode::OK,
         &HomePage {
-            example_url: format!("{base}/r/<your-bin-id>"),
-            ttl: super::format::duration_words(state.config.bin_ttl.as_millis() as i64),
+            ui: ui.clone(),
+            example_url: format!("{base}/r/<{}>", ui.t("home-your-bin-id")),
+            ttl: super::format::duration_words(state.config.bin_ttl.as_millis() as i64, ui),
             deleted: query_param(req, "deleted").is_some(),
         },
     )

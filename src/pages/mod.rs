@@ -14,6 +14,10 @@
 //! | `POST /bins/{bin}/response`, `/response/clear` | set / reset the custom response |
 //! | `POST /bins/{bin}/requests/{req}/verify` | check a signature against the captured bytes ([`crate::verify`]) |
 //! | `GET /static/{file}` | embedded CSS/JS, cached forever under a content-hashed URL |
+//! | `GET /lang/{en,ru,uk}?back=/path` | set the `lang` cookie and go back to `back` ([`i18n`]) |
+//!
+//! Every page is in the language [`i18n::negotiate`] picks; its text comes from the catalogs
+//! in `locales/` through the page's [`i18n::Ui`].
 //!
 //! Safety: every captured byte reaches the page through askama's HTML escaping (no `|safe`
 //! anywhere), pages carry a strict Content-Security-Policy with no inline script or style, and
@@ -24,6 +28,7 @@ mod bin;
 mod body;
 mod format;
 mod home;
+pub mod i18n;
 mod integrations;
 mod request;
 
@@ -31,9 +36,10 @@ use std::sync::Arc;
 
 use askama::Template;
 use hyper::body::Incoming;
-use hyper::header::{CACHE_CONTROL, HeaderValue, LOCATION};
+use hyper::header::{CACHE_CONTROL, HeaderValue, LOCATION, SET_COOKIE};
 use hyper::{Method, Request, Response, StatusCode};
 
+use self::i18n::Ui;
 use crate::bins;
 use crate::state::AppState;
 use crate::web::ConnInfo;
@@ -58,6 +64,7 @@ pub async fn route(
     let get = method == Method::GET || method == Method::HEAD;
     let post = method == Method::POST;
     let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    let ui = &Ui::new(i18n::negotiate(req.headers()), back_path(&req, &segments));
     // Ids are parsed here, once: a malformed one is the same 404 page as an unknown one. A
     // form from another site is refused first, whatever its ids (as `read_form` would).
     let same_site = || {
@@ -76,11 +83,12 @@ pub async fn route(
         bins::path_ids(state, bin, id).map_err(PageError::from)
     };
     let result = match segments.as_slice() {
-        [""] if get => home::page(state, &req),
-        ["static", name] if get => Ok(static_file(name, req.uri().query())),
+        [""] if get => home::page(state, &req, ui),
+        ["static", name] if get => static_file(name, req.uri().query()),
+        ["lang", code] if get => switch_language(code, &req),
         ["bins"] if post => home::create_bin(state, req, conn).await,
         ["bins", bin] if get => match bin_id(bin) {
-            Ok(bin) => bin::page(state, &req, &bin).await,
+            Ok(bin) => bin::page(state, &req, &bin, ui).await,
             Err(e) => Err(e),
         },
         ["bins", bin, "delete"] if post => match bin_id(bin) {
@@ -92,7 +100,7 @@ pub async fn route(
             Err(e) => Err(e),
         },
         ["bins", bin, "response"] if post => match bin_id(bin) {
-            Ok(bin) => bin::set_response(state, req, &bin).await,
+            Ok(bin) => bin::set_response(state, req, &bin, ui).await,
             Err(e) => Err(e),
         },
         ["bins", bin, "response", "clear"] if post => match bin_id(bin) {
@@ -100,7 +108,7 @@ pub async fn route(
             Err(e) => Err(e),
         },
         ["bins", bin, "requests", id] if get => match ids(bin, id) {
-            Ok(ids) => request::page(state, &req, ids).await,
+            Ok(ids) => request::page(state, &req, ids, ui).await,
             Err(e) => Err(e),
         },
         ["bins", bin, "requests", id, "delete"] if post => match ids(bin, id) {
@@ -108,10 +116,10 @@ pub async fn route(
             Err(e) => Err(e),
         },
         ["bins", bin, "requests", id, "verify"] if post => match ids(bin, id) {
-            Ok(ids) => request::verify(state, req, ids).await,
+            Ok(ids) => request::verify(state, req, ids, ui).await,
             Err(e) => Err(e),
         },
-        [""] | ["static", _] | ["bins", _] | ["bins", _, "requests", _] => {
+        [""] | ["static", _] | ["lang", _] | ["bins", _] | ["bins", _, "requests", _] => {
             Err(PageError::method_not_allowed("GET, HEAD"))
         }
         ["bins"]
@@ -120,66 +128,110 @@ pub async fn route(
         | ["bins", _, "requests", _, "delete" | "verify"] => {
             Err(PageError::method_not_allowed("POST"))
         }
-        _ => Err(PageError::not_found("There is no page at this address.")),
+        _ => Err(PageError::not_found("err-no-page")),
     };
-    result.unwrap_or_else(PageError::into_response)
+    result.unwrap_or_else(|e| e.into_response(ui))
 }
 
-/// An error shown as an HTML page.
+/// The page the language switcher comes back to: this one for a GET; for a form's answer
+/// (which has no URL of its own), the page the form belongs to.
+fn back_path(req: &Request<Incoming>, segments: &[&str]) -> String {
+    if req.method() == Method::GET || req.method() == Method::HEAD {
+        return req
+            .uri()
+            .path_and_query()
+            .map_or("/", |p| p.as_str())
+            .to_owned();
+    }
+    match segments {
+        ["bins", bin, "requests", id, ..] => format!("/bins/{bin}/requests/{id}"),
+        ["bins", bin, ..] => format!("/bins/{bin}"),
+        _ => "/".to_owned(),
+    }
+}
+
+/// `GET /lang/{code}?back=/path`: remembers the language in the `lang` cookie and goes back to
+/// `back` if it is a path on this server (never elsewhere: no open redirect), else to `/`.
+fn switch_language(code: &str, req: &Request<Incoming>) -> PageResult {
+    let lang = i18n::Lang::from_code(code).ok_or_else(|| PageError::not_found("err-no-page"))?;
+    let back = query_param(req, "back");
+    let mut res = see_other(i18n::safe_back(back.as_deref()));
+    if let Ok(v) = HeaderValue::from_str(&i18n::cookie(lang)) {
+        res.headers_mut().insert(SET_COOKIE, v);
+    }
+    Ok(res)
+}
+
+/// An error shown as an HTML page, in the page's language: `message` is a catalog key,
+/// `args` its arguments.
 #[derive(Debug)]
 pub struct PageError {
     pub status: StatusCode,
-    pub message: String,
+    pub message: &'static str,
+    pub args: Vec<(&'static str, String)>,
     pub retry_after: Option<u64>,
     pub allow: Option<&'static str>,
 }
 
 impl PageError {
-    pub fn new(status: StatusCode, message: impl Into<String>) -> Self {
+    pub fn new(status: StatusCode, message: &'static str) -> Self {
         Self {
             status,
-            message: message.into(),
+            message,
+            args: Vec::new(),
             retry_after: None,
             allow: None,
         }
     }
 
-    pub fn not_found(message: impl Into<String>) -> Self {
+    pub fn not_found(message: &'static str) -> Self {
         Self::new(StatusCode::NOT_FOUND, message)
+    }
+
+    fn with_arg(mut self, name: &'static str, value: impl Into<String>) -> Self {
+        self.args.push((name, value.into()));
+        self
     }
 
     fn method_not_allowed(allow: &'static str) -> Self {
         Self {
             allow: Some(allow),
-            ..Self::new(
-                StatusCode::METHOD_NOT_ALLOWED,
-                format!("This address accepts {allow} only."),
-            )
+            ..Self::new(StatusCode::METHOD_NOT_ALLOWED, "err-method").with_arg("allow", allow)
         }
     }
 
-    fn title(&self) -> &'static str {
-        match self.status {
-            StatusCode::NOT_FOUND => "Not found",
-            StatusCode::TOO_MANY_REQUESTS => "Slow down",
-            StatusCode::FORBIDDEN => "Not allowed",
-            StatusCode::METHOD_NOT_ALLOWED => "Method not allowed",
-            StatusCode::SERVICE_UNAVAILABLE => "Busy",
-            s if s.is_server_error() => "Something went wrong",
-            _ => "That did not work",
+    fn title(&self, ui: &Ui) -> String {
+        ui.t(match self.status {
+            StatusCode::NOT_FOUND => "error-title-not-found",
+            StatusCode::TOO_MANY_REQUESTS => "error-title-slow-down",
+            StatusCode::FORBIDDEN => "error-title-forbidden",
+            StatusCode::METHOD_NOT_ALLOWED => "error-title-method",
+            StatusCode::SERVICE_UNAVAILABLE => "error-title-busy",
+            s if s.is_server_error() => "error-title-server",
+            _ => "error-title-other",
+        })
+    }
+
+    fn message(&self, ui: &Ui) -> String {
+        match self.args.as_slice() {
+            [] => ui.t(self.message),
+            [(name, value)] => ui.t1(self.message, name, value.as_str()),
+            [(a, x), (b, y), ..] => ui.t2(self.message, (a, x.as_str()), (b, y.as_str())),
         }
     }
 
-    pub fn into_response(self) -> Response<Body> {
+    pub fn into_response(self, ui: &Ui) -> Response<Body> {
+        let message = self.message(ui);
         let page = ErrorPage {
-            title: self.title(),
+            ui: ui.clone(),
+            title: self.title(ui),
             status: self.status.as_u16(),
-            message: &self.message,
+            message: message.clone(),
         };
         let mut res = match page.render() {
             Ok(html_text) => html(self.status, html_text),
             // The plain-text fallback of the error page itself.
-            Err(_) => secure(http_body::text(self.status, self.message.clone())),
+            Err(_) => secure(http_body::text(self.status, message)),
         };
         crate::web::error::add_retry_and_allow(&mut res, self.retry_after, self.allow);
         res
@@ -187,22 +239,34 @@ impl PageError {
 }
 
 impl From<ApiError> for PageError {
+    /// The API's codes in the page's words; a code without its own message shows the API's
+    /// English one inside a translated sentence.
     fn from(e: ApiError) -> Self {
-        let message = match e.code {
-            "bin_not_found" => {
-                "This bin does not exist: it never did, it was deleted, or it has expired.".into()
-            }
-            "request_not_found" => "This bin has no such request (deleted or evicted).".into(),
-            "too_many_bins" => format!(
-                "This address may create only so many bins a minute. Try again in {} s.",
-                e.retry_after.unwrap_or(60)
-            ),
-            _ => e.message,
+        let key = match e.code {
+            "bin_not_found" => "err-bin-not-found",
+            "request_not_found" => "err-request-not-found",
+            "too_many_bins" => "err-too-many-bins",
+            "write_queue_full" => "err-queue-full",
+            "storage_full" => "err-storage-full",
+            "shutting_down" => "err-shutting-down",
+            "internal_error" => "err-internal",
+            "body_timeout" => "err-form-timeout",
+            "body_too_large" => "err-form-too-large",
+            _ => "err-other",
         };
-        Self {
+        let mut page = Self {
             retry_after: e.retry_after,
-            ..Self::new(e.status, message)
+            allow: e.allow,
+            ..Self::new(e.status, key)
+        };
+        match key {
+            "err-too-many-bins" => {
+                page = page.with_arg("seconds", e.retry_after.unwrap_or(60).to_string())
+            }
+            "err-other" => page = page.with_arg("detail", e.message),
+            _ => {}
         }
+        page
     }
 }
 
@@ -214,10 +278,11 @@ impl From<bins::Error> for PageError {
 
 #[derive(Template)]
 #[template(path = "error.html")]
-struct ErrorPage<'a> {
-    title: &'a str,
+struct ErrorPage {
+    ui: Ui,
+    title: String,
     status: u16,
-    message: &'a str,
+    message: String,
 }
 
 /// Adds the headers every HTML response carries.
@@ -263,10 +328,7 @@ fn see_other(location: &str) -> Response<Body> {
 /// but it should not even create bins in a user's name.)
 fn check_same_site(state: &AppState, req: &Request<Incoming>) -> Result<(), PageError> {
     if crate::web::client::is_cross_site(&state.config, req.headers()) {
-        return Err(PageError::new(
-            StatusCode::FORBIDDEN,
-            "Forms on this site can only be sent from its own pages.",
-        ));
+        return Err(PageError::new(StatusCode::FORBIDDEN, "err-cross-site"));
     }
     Ok(())
 }
@@ -304,9 +366,9 @@ fn query_param(req: &Request<Incoming>, name: &str) -> Option<String> {
 
 /// `GET /static/{name}`: cached for a year when asked for under the current version, else
 /// revalidated (an old page asking for an old version gets the current file, uncached).
-fn static_file(name: &str, query: Option<&str>) -> Response<Body> {
+fn static_file(name: &str, query: Option<&str>) -> PageResult {
     let Some(asset) = assets::find(name) else {
-        return PageError::not_found("There is no such file.").into_response();
+        return Err(PageError::not_found("err-no-file"));
     };
     let mut res = http_body::with_type(StatusCode::OK, asset.content_type, asset.bytes);
     let current = query
@@ -326,7 +388,7 @@ fn static_file(name: &str, query: Option<&str>) -> Response<Body> {
     if let Ok(etag) = HeaderValue::from_str(&format!("\"{}\"", assets::version(asset))) {
         h.insert("etag", etag);
     }
-    res
+    Ok(res)
 }
 
 /// Quotes `s` for a POSIX shell.

@@ -8,6 +8,7 @@ use hyper::{Request, StatusCode};
 
 use super::body::{BodyView, PAGE_CAPS, PANE_CAPS, Panel};
 use super::format::{absolute_time, exact_bytes, human_size, method_class};
+use super::i18n::Ui;
 use super::integrations::{self, VERIFY_SCHEMES, Verification};
 use super::{PageError, PageResult, field, query_param, read_form, render, see_other};
 use crate::bins;
@@ -74,6 +75,7 @@ impl Detail {
         target: Option<&str>,
         standalone: bool,
         decode_limit: usize,
+        ui: &Ui,
     ) -> Self {
         let url = if r.query.is_empty() {
             format!("{base}{}", r.path)
@@ -108,13 +110,13 @@ impl Detail {
             method_class: method_class(&r.method),
             url,
             received_iso: rfc3339_ms(r.received_at),
-            received_abs: absolute_time(r.received_at),
+            received_abs: absolute_time(r.received_at, ui.lang),
             remote_addr: r.remote_addr.clone(),
             http_version: r.http_version.clone(),
-            size: human_size(r.body_size),
-            size_exact: exact_bytes(r.body_size),
+            size: human_size(r.body_size, ui),
+            size_exact: exact_bytes(r.body_size, ui),
             truncated: r.body_truncated,
-            stored_size: exact_bytes(r.body.len() as u64),
+            stored_size: exact_bytes(r.body.len() as u64, ui),
             body: super::body::request_view(
                 r,
                 if standalone { PAGE_CAPS } else { PANE_CAPS },
@@ -146,11 +148,13 @@ pub async fn detail(
     base: &str,
     target: Option<&str>,
     standalone: bool,
+    ui: &Ui,
 ) -> Result<(Detail, StoredRequest), PageError> {
     let (base, target) = (base.to_owned(), target.map(str::to_owned));
     let limit = state.config.max_decoded_bytes;
+    let ui = ui.clone();
     tokio::task::spawn_blocking(move || {
-        let d = Detail::new(&r, &base, target.as_deref(), standalone, limit);
+        let d = Detail::new(&r, &base, target.as_deref(), standalone, limit, &ui);
         (d, r)
     })
     .await
@@ -196,6 +200,7 @@ impl Panel {
 #[derive(Template)]
 #[template(path = "request.html")]
 struct RequestPage {
+    ui: Ui,
     capture_url: String,
     detail: Detail,
 }
@@ -204,14 +209,16 @@ pub async fn page(
     state: &AppState,
     req: &Request<Incoming>,
     (bin, id): (BinId, RequestId),
+    ui: &Ui,
 ) -> PageResult {
     let stored = bins::find_request(state, &bin, id).await?;
     let base = capture_base(&state.config, req.headers());
     let target = query_param(req, "target");
-    let (detail, _) = detail(state, stored, &base, target.as_deref(), true).await?;
+    let (detail, _) = detail(state, stored, &base, target.as_deref(), true, ui).await?;
     render(
         StatusCode::OK,
         &RequestPage {
+            ui: ui.clone(),
             capture_url: format!("{base}/r/{bin}"),
             detail,
         },
@@ -235,13 +242,14 @@ pub async fn verify(
     state: &Arc<AppState>,
     req: Request<Incoming>,
     (bin, id): (BinId, RequestId),
+    ui: &Ui,
 ) -> PageResult {
     let base = capture_base(&state.config, req.headers());
     let form = read_form(state, req).await?;
     let stored = bins::find_request(state, &bin, id).await?;
     let scheme = field(&form, "scheme");
     let scheme = (!scheme.is_empty()).then_some(scheme);
-    let (mut detail, stored) = detail(state, stored, &base, None, true).await?;
+    let (mut detail, stored) = detail(state, stored, &base, None, true, ui).await?;
     detail.verification = Some(integrations::verify_for(
         &stored,
         field(&form, "secret"),
@@ -254,6 +262,7 @@ pub async fn verify(
     render(
         StatusCode::OK,
         &RequestPage {
+            ui: ui.clone(),
             capture_url: format!("{base}/r/{bin}"),
             detail,
         },
@@ -265,6 +274,10 @@ mod tests {
     use super::*;
 
     const LIMIT: usize = 1 << 20;
+
+    fn en() -> Ui {
+        Ui::new(super::super::i18n::Lang::En, "/")
+    }
 
     fn stored() -> StoredRequest {
         StoredRequest {
@@ -281,11 +294,12 @@ mod tests {
     }
 
     fn d_clone(d: &Detail) -> Detail {
-        Detail::new(&stored(), "http://h", Some(&d.curl_target), true, LIMIT)
+        Detail::new(&stored(), "http://h", Some(&d.curl_target), true, LIMIT, &en())
     }
 
     fn render(detail: Detail) -> String {
         RequestPage {
+            ui: en(),
             capture_url: "http://h/r/0123456789abcdefghij".into(),
             detail,
         }
@@ -301,6 +315,7 @@ mod tests {
             Some("http://localhost:3000"),
             true,
             LIMIT,
+            &en(),
         );
         let real = render(d_clone(&d));
         assert!(real.contains("id=\"curl-section\""));
@@ -323,6 +338,7 @@ mod tests {
             Some("ftp://x"),
             true,
             LIMIT,
+            &en(),
         ));
         assert!(html.contains("role=\"alert\""), "{html}");
         assert!(!html.contains("id=\"curl-command\""));
@@ -334,9 +350,9 @@ mod tests {
 
     #[test]
     fn verify_section_renders_the_verdict_and_never_the_secret() {
-        let plain = render(Detail::new(&stored(), "http://h", None, true, LIMIT));
+        let plain = render(Detail::new(&stored(), "http://h", None, true, LIMIT, &en()));
         assert!(plain.contains("verify-secret"));
-        let mut d = Detail::new(&stored(), "http://h", None, true, LIMIT);
+        let mut d = Detail::new(&stored(), "http://h", None, true, LIMIT, &en());
         d.schemes[2].1 = true;
         d.verification = Some(Ok(Verification {
             scheme: Some("stripe".into()),
@@ -356,7 +372,7 @@ mod tests {
             !html.contains("value=\"whsec"),
             "the secret is never put back"
         );
-        let mut d = Detail::new(&stored(), "http://h", None, true, LIMIT);
+        let mut d = Detail::new(&stored(), "http://h", None, true, LIMIT, &en());
         d.verification = Some(Err("secret: the secret is empty".into()));
         assert!(render(d).contains("Cannot check: secret: the secret is empty"));
     }

@@ -33,6 +33,7 @@ mod systemd;
 mod tools;
 mod ui_browser;
 mod ui_flows;
+mod ui_i18n;
 mod ui_pages;
 mod upgrade;
 mod util;

@@ -1,0 +1,1 @@
+## The bin page (/bins/{bin}).

@@ -1,0 +1,1 @@
+## One request: the detail beside the list and on its own page.
