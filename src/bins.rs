@@ -284,9 +284,24 @@ pub async fn delete_request(state: &AppState, bin: &BinId, id: RequestId) -> Res
 /// error at once, so a flood gets 503s instead of growing memory) and waits for its commit.
 /// The request id once committed.
 pub async fn record(state: &AppState, request: StoredRequest) -> Result<RequestId, Error> {
+    let config = &state.config;
+    let storage_full = || {
+        state
+            .metrics
+            .captures_rejected_storage_full
+            .fetch_add(1, Relaxed);
+    };
+    // `--max-db-bytes`: refused before it is queued, so nothing is recorded; deletes and the
+    // reaper bring the figure back down.
+    if let Some(max) = config.max_db_bytes
+        && state.store.used_bytes() >= max
+    {
+        storage_full();
+        return Err(StoreError::Full(format!("--max-db-bytes {max} reached")).into());
+    }
     let pending = state
         .store
-        .try_capture(request, state.config.max_requests_per_bin)
+        .try_capture(request, config.max_requests_per_bin, config.max_bin_bytes)
         .inspect_err(|e| {
             if matches!(e, StoreError::QueueFull) {
                 state
@@ -296,7 +311,12 @@ pub async fn record(state: &AppState, request: StoredRequest) -> Result<RequestI
                 tracing::warn!("write queue full: answering 503");
             }
         })?;
-    match pending.outcome().await? {
+    let outcome = pending.outcome().await.inspect_err(|e| {
+        if matches!(e, StoreError::Full(_)) {
+            storage_full();
+        }
+    })?;
+    match outcome {
         CaptureOutcome::Stored { id, evicted } => {
             state.metrics.requests_captured.fetch_add(1, Relaxed);
             state.metrics.requests_evicted.fetch_add(evicted, Relaxed);

@@ -22,6 +22,7 @@ mod nginx;
 mod openapi;
 mod probe;
 mod providers;
+mod quotas;
 mod receiver;
 mod replay_support;
 mod search;
