@@ -195,9 +195,17 @@ pub async fn record(state: &AppState, request: StoredRequest) -> Result<RequestI
                     .captures_rejected_queue_full
                     .fetch_add(1, Relaxed);
                 tracing::warn!("write queue full: answering 503");
+            } else if !matches!(e, StoreError::Closed) {
+                state.metrics.capture_failures.fetch_add(1, Relaxed);
             }
         })?;
-    match pending.outcome().await? {
+    let outcome = pending.outcome().await.inspect_err(|e| {
+        // Stopping is not a failure: the 503 says so and the client retries elsewhere.
+        if !matches!(e, StoreError::Closed) {
+            state.metrics.capture_failures.fetch_add(1, Relaxed);
+        }
+    })?;
+    match outcome {
         CaptureOutcome::Stored { id, evicted } => {
             state.metrics.requests_captured.fetch_add(1, Relaxed);
             state.metrics.requests_evicted.fetch_add(evicted, Relaxed);
