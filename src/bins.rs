@@ -17,8 +17,9 @@ use crate::clock::now_ms;
 use crate::ids::{self, BinId, RequestId};
 use crate::model::{Bin, RequestSummary, StoredRequest};
 use crate::response::ResponseSpec;
+use crate::search::Query;
 use crate::state::AppState;
-use crate::storage::{BinEntry, CaptureOutcome, StoreError};
+use crate::storage::{BinEntry, CaptureOutcome, ScanBudget, StoreError};
 
 /// Why a use case did not happen. The HTTP side maps each to its status
 /// (`web::error::ApiError: From<Error>`).
@@ -33,6 +34,9 @@ pub enum Error {
     /// `--max-bins-per-minute` reached for this client.
     #[error("at most {per_minute} bins per minute per client address; retry in {retry_after} s")]
     TooManyBins { retry_after: u64, per_minute: u32 },
+    /// A search (`q`) that does not parse; the message names the term.
+    #[error("q: {0}")]
+    InvalidQuery(#[from] crate::search::QueryError),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -152,6 +156,101 @@ pub async fn page(
     Ok((rows, next))
 }
 
+/// Decoded bytes searched per body. Far below `--max-decoded-bytes` (64 MiB by default): a
+/// search reads a whole bin, and a 64 MiB decode per request would let one bin of bombs make
+/// every search take seconds. A `body:` term matches only in the first MiB of a decoded body
+/// (stored bodies that are not encoded are searched whole).
+pub const SEARCH_DECODE_LIMIT: usize = 1024 * 1024;
+
+/// One search page's scan: rows, stored body bytes, time. A full default bin (1000 requests)
+/// fits many times over; the time bound is for encoded bodies, whose decoding rows and bytes
+/// do not bound.
+const SEARCH_BUDGET: ScanBudget = ScanBudget {
+    max_rows: 20_000,
+    max_bytes: 256 * 1024 * 1024,
+    max_time: Duration::from_secs(2),
+};
+
+/// A parsed `q` (API.md "Search") with its text: the cursors of its pages carry the text's
+/// fingerprint, so they are refused with another `q`.
+#[derive(Debug, Clone)]
+pub struct Search {
+    pub text: String,
+    pub query: Arc<Query>,
+}
+
+impl Search {
+    /// Parses `q`; `None` for an empty or blank `q` (no filter).
+    pub fn parse(q: &str) -> Result<Option<Search>, Error> {
+        if q.trim().is_empty() {
+            return Ok(None);
+        }
+        let query = crate::search::parse(q)?;
+        Ok(Some(Search {
+            text: q.to_owned(),
+            query: Arc::new(query),
+        }))
+    }
+
+    /// The decoded-body limit for `config`: [`SEARCH_DECODE_LIMIT`], or less.
+    pub fn decode_limit(state: &AppState) -> usize {
+        SEARCH_DECODE_LIMIT.min(state.config.max_decoded_bytes)
+    }
+
+    /// Whether `r` matches (decoding its body if a term needs it: call off the async threads).
+    pub fn matches(&self, r: &StoredRequest, decode_limit: usize) -> bool {
+        self.query.matches(r, decode_limit)
+    }
+}
+
+/// A cursor (`meta.next_cursor`) issued for `search` (or for the plain list without one):
+/// the request id to go on below, or `None` for a forgery or another query's cursor.
+pub fn decode_cursor(cursor: &str, search: Option<&Search>) -> Option<RequestId> {
+    ids::decode_search_cursor(cursor, search.map_or("", |s| s.text.as_str()))
+}
+
+/// A page of the bin's requests older than `cursor`, newest first: all of them, or those that
+/// match `search`. A search scans within a budget, so that no query (a full bin of
+/// decompression bombs, a bin far above the default cap) holds a read connection for long: its
+/// page may then hold fewer than `limit` matches, even none, and still carry a next cursor to
+/// go on from where the scan stopped. The next cursor is bound to the search.
+pub async fn search(
+    state: &AppState,
+    bin: &BinId,
+    search: Option<&Search>,
+    cursor: Option<RequestId>,
+    limit: usize,
+) -> Result<(Vec<RequestSummary>, Option<String>), Error> {
+    let Some(search) = search else {
+        return page(state, bin, cursor, limit).await;
+    };
+    live(state, bin, now_ms())?;
+    let decode_limit = Search::decode_limit(state);
+    let query = search.query.clone();
+    let with_body = query.reads_body();
+    let page = state
+        .store
+        .search_requests(
+            bin.as_str(),
+            cursor.map(RequestId::get),
+            limit,
+            with_body,
+            SEARCH_BUDGET,
+            move |r| query.matches(r, decode_limit),
+        )
+        .await?;
+    let next = page
+        .resume_before
+        .map(|id| ids::encode_search_cursor(RequestId::from_row(id), &search.text));
+    Ok((page.rows, next))
+}
+
+/// The highest request id the bin has (`0` when it has none).
+pub async fn last_request_id(state: &AppState, bin: &BinId) -> Result<i64, Error> {
+    live(state, bin, now_ms())?;
+    Ok(state.store.last_request_id(bin.as_str()).await?)
+}
+
 /// The stored request `id` of the bin.
 pub async fn find_request(
     state: &AppState,
@@ -225,4 +324,22 @@ pub fn path_ids(state: &AppState, bin: &str, id: &str) -> Result<(BinId, Request
     let bin = bin_id(bin)?;
     let id = request_id(state, &bin, id)?;
     Ok((bin, id))
+}
+
+#[cfg(test)]
+mod search_tests {
+    use super::*;
+
+    #[test]
+    fn blank_q_is_no_filter_and_a_bad_q_names_the_term() {
+        assert!(Search::parse("").unwrap().is_none());
+        assert!(Search::parse("   ").unwrap().is_none());
+        assert!(Search::parse("method:post").unwrap().is_some());
+        let e = Search::parse("method:post \"open").unwrap_err();
+        assert!(matches!(e, Error::InvalidQuery(_)));
+        assert!(e.to_string().starts_with("q: "), "{e}");
+        assert!(e.to_string().contains("\"open"), "{e}");
+        let e = Search::parse("colour:red").unwrap_err();
+        assert!(e.to_string().contains("colour:red"), "{e}");
+    }
 }

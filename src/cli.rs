@@ -271,6 +271,18 @@ pub struct ForwardArgs {
     pub ca_cert: Option<PathBuf>,
 }
 
+impl From<&ForwardArgs> for crate::forward::Options {
+    fn from(args: &ForwardArgs) -> Self {
+        Self {
+            bin_url: args.bin_url.clone(),
+            to: args.to.clone(),
+            once: args.once,
+            timeout: args.timeout,
+            ca_cert: args.ca_cert.clone(),
+        }
+    }
+}
+
 /// What `send` and `probe` both need: the scheme, the secret, the payload and the request's
 /// shape.
 #[derive(Debug, Clone, Args)]

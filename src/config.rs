@@ -61,18 +61,15 @@ impl CaptureHost {
     /// `http(s)://host[:port]`, nothing after the authority but an optional `/`.
     pub fn parse(s: &str) -> Result<CaptureHost, String> {
         let base = parse_public_url(s)?;
-        let (scheme, rest) = base.split_once("://").expect("checked by parse_public_url");
-        if rest.contains('/') {
+        let url = HttpUrl::parse_base(&base).map_err(|e| e.to_string())?;
+        if !url.prefix().is_empty() {
             return Err(
                 "must be scheme://host[:port], without a path (captures are served at /r/)".into(),
             );
         }
-        let default_port = if scheme.eq_ignore_ascii_case("https") {
-            443
-        } else {
-            80
-        };
-        let (host, port) = split_authority(rest, default_port)
+        let default_port = if url.is_https() { 443 } else { 80 };
+        // Normalized as `Host` headers are compared ([`split_authority`]).
+        let (host, port) = split_authority(url.authority(), default_port)
             .ok_or_else(|| "has no valid host[:port]".to_owned())?;
         Ok(CaptureHost {
             base,
@@ -148,8 +145,9 @@ impl TryFrom<&ServeArgs> for Config {
             Some(u) => Some(CaptureHost::parse(u).map_err(|r| bad("--capture-url", u, &r))?),
         };
         if let (Some(capture), Some(public)) = (&capture, &public_url) {
-            let inspector = public.split_once("://").map_or("", |(_, rest)| rest);
-            if capture.is(inspector.split('/').next().unwrap_or_default()) {
+            let inspector =
+                HttpUrl::parse(public).map_err(|e| bad("--public-url", public, &e.to_string()))?;
+            if capture.is(inspector.authority()) {
                 return Err(bad(
                     "--capture-url",
                     &capture.base,

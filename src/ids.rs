@@ -137,6 +137,38 @@ pub fn decode_cursor(cursor: &str) -> Option<RequestId> {
     RequestId::parse(text.strip_prefix(CURSOR_PREFIX)?)
 }
 
+/// A cursor for "requests older than `id` that match `q`": the query's fingerprint rides
+/// along, so a cursor handed out for one `q` is refused with another (it would skip requests
+/// silently). Without a query it is the plain [`encode_cursor`].
+pub fn encode_search_cursor(id: RequestId, q: &str) -> String {
+    if q.is_empty() {
+        return encode_cursor(id);
+    }
+    URL_SAFE_NO_PAD.encode(format!("{CURSOR_PREFIX}{id};q={:016x}", fingerprint(q)))
+}
+
+/// The request id inside a cursor issued for `q` by [`encode_search_cursor`]; `None` for a
+/// forgery or a cursor of another query.
+pub fn decode_search_cursor(cursor: &str, q: &str) -> Option<RequestId> {
+    if q.is_empty() {
+        return decode_cursor(cursor);
+    }
+    let raw = URL_SAFE_NO_PAD.decode(cursor).ok()?;
+    let text = std::str::from_utf8(&raw).ok()?;
+    let (id, print) = text.strip_prefix(CURSOR_PREFIX)?.split_once(";q=")?;
+    (print == format!("{:016x}", fingerprint(q)))
+        .then(|| RequestId::parse(id))
+        .flatten()
+}
+
+/// FNV-1a over the query text: stable across builds and processes (std's hasher is not),
+/// and a cursor is no secret, so no keyed hash is needed.
+fn fingerprint(q: &str) -> u64 {
+    q.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -204,5 +236,26 @@ mod tests {
         assert_eq!(decode_cursor("1234"), None);
         assert_eq!(decode_cursor(&URL_SAFE_NO_PAD.encode("after:5")), None);
         assert_eq!(decode_cursor("!!!"), None);
+    }
+
+    #[test]
+    fn search_cursors_belong_to_their_query() {
+        let c = encode_search_cursor(RequestId(77), "method:post body:paid");
+        assert_eq!(
+            decode_search_cursor(&c, "method:post body:paid"),
+            Some(RequestId(77))
+        );
+        assert_eq!(decode_search_cursor(&c, "method:post"), None);
+        assert_eq!(decode_search_cursor(&c, ""), None);
+        assert_eq!(decode_cursor(&c), None);
+        // Without a query the cursor is the list's own.
+        assert_eq!(
+            encode_search_cursor(RequestId(5), ""),
+            encode_cursor(RequestId(5))
+        );
+        assert_eq!(
+            decode_search_cursor(&encode_cursor(RequestId(5)), "x"),
+            None
+        );
     }
 }

@@ -3,7 +3,7 @@
 //! Module map, top to bottom (imports only point down; docs/ARCHITECTURE.md has the arrows and
 //! the path of a captured request):
 //! - [`cli`], [`config`]: flags, then validated settings; clap types stop at `config` (and the
-//!   client subcommands, whose flags are their input).
+//!   `send` subcommands, whose flags are their input; `forward` takes `forward::Options`).
 //! - [`run`] (here): the server's start and graceful stop; [`server`]: the accept loop and the
 //!   connections; [`shutdown`]: the stop signal; [`state`]: what every handler shares,
 //!   including the task tracker every server task runs on.

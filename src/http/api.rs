@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use super::views;
 use crate::bins;
 use crate::clock::now_ms;
-use crate::ids::{self, BinId, RequestId};
+use crate::ids::{BinId, RequestId};
 use crate::response::ResponseSpec;
 use crate::state::AppState;
 use crate::web::ConnInfo;
@@ -325,10 +325,14 @@ async fn delete_response(state: &AppState, id: &BinId) -> ApiResult {
     Ok(body::no_content())
 }
 
-/// `limit` (1..=500, default 50) and `cursor` (as issued in `meta.next_cursor`).
-pub fn page_params(query: Option<&str>) -> Result<(usize, Option<RequestId>), ApiError> {
+/// The list's parameters: `limit` (1..=500, default 50), `cursor` (as issued in
+/// `meta.next_cursor` for the same `q`) and `q` (API.md "Search"; blank: no filter).
+pub fn page_params(
+    query: Option<&str>,
+) -> Result<(usize, Option<RequestId>, Option<bins::Search>), ApiError> {
     let mut limit = DEFAULT_PAGE;
     let mut cursor = None;
+    let mut q = String::new();
     for (key, value) in form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
         match key.as_ref() {
             "limit" => {
@@ -344,21 +348,28 @@ pub fn page_params(query: Option<&str>) -> Result<(usize, Option<RequestId>), Ap
                     })?;
             }
             "cursor" if value.is_empty() => {}
-            "cursor" => {
-                cursor = Some(ids::decode_cursor(&value).ok_or_else(|| {
-                    ApiError::bad_request("invalid_cursor", "cursor was not issued by this server")
-                })?);
-            }
+            "cursor" => cursor = Some(value.into_owned()),
+            "q" => q = value.into_owned(),
             _ => {}
         }
     }
-    Ok((limit, cursor))
+    let search = bins::Search::parse(&q)?;
+    let cursor = match cursor {
+        None => None,
+        Some(c) => Some(bins::decode_cursor(&c, search.as_ref()).ok_or_else(|| {
+            ApiError::bad_request(
+                "invalid_cursor",
+                "cursor was not issued by this server for this q",
+            )
+        })?),
+    };
+    Ok((limit, cursor, search))
 }
 
 async fn list_requests(state: &AppState, req: &Request<Incoming>, bin: &BinId) -> ApiResult {
     bins::live(state, bin, now_ms())?;
-    let (limit, cursor) = page_params(req.uri().query())?;
-    let (rows, next) = bins::page(state, bin, cursor, limit).await?;
+    let (limit, cursor, search) = page_params(req.uri().query())?;
+    let (rows, next) = bins::search(state, bin, search.as_ref(), cursor, limit).await?;
     let data: Vec<Value> = rows.iter().map(views::summary).collect();
     Ok(body::json(
         StatusCode::OK,

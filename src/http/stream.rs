@@ -5,6 +5,12 @@
 //! database, then live ones, with no gap and no duplicate: the subscription starts before the
 //! replay query, and live events at or below the last id sent are skipped. `Last-Event-ID: 0`
 //! replays the whole bin.
+//!
+//! `?q=` (API.md "Search") filters the stream on the server: a request that does not match is
+//! sent as `event: filtered` with only its id (`data: {"id": "N"}`), so a page still counts it
+//! and a reconnect resumes after it. The server filters, not the page, because the page cannot
+//! evaluate `body:` or header terms from a summary: it would fetch every arrival to find out,
+//! and it would need a second implementation of the language.
 
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -18,7 +24,7 @@ use hyper::{Request, Response, StatusCode};
 use tokio::sync::{broadcast, mpsc};
 
 use super::views;
-use crate::bins;
+use crate::bins::{self, Search};
 use crate::clock::now_ms;
 use crate::ids::{BinId, RequestId};
 use crate::limits::{ClientSlot, Slot};
@@ -42,6 +48,7 @@ pub async fn stream(
 ) -> Result<Response<crate::web::body::Body>, ApiError> {
     bins::live(state, bin, now_ms())?;
     let last = last_event_id(req)?;
+    let filter = stream_filter(req)?;
     // Held by the feeding task: the client's stream count drops when the stream ends.
     let ip = client_ip(&state.config, conn.peer, req.headers());
     let Some(slot) = state.clients.take(ip, Slot::Stream) else {
@@ -63,9 +70,15 @@ pub async fn stream(
     };
     let events = state.events.subscribe(bin.as_str());
     let (tx, rx) = mpsc::channel::<Bytes>(64);
-    state
-        .tasks
-        .spawn(feed(state.clone(), bin.clone(), last, events, tx, slot));
+    state.tasks.spawn(feed(
+        state.clone(),
+        bin.clone(),
+        last,
+        filter,
+        events,
+        tx,
+        slot,
+    ));
     let mut res = Response::new(ChannelBody(rx).boxed_unsync());
     *res.status_mut() = StatusCode::OK;
     let h = res.headers_mut();
@@ -100,11 +113,59 @@ fn last_event_id(req: &Request<Incoming>) -> Result<Option<i64>, ApiError> {
     }
 }
 
+/// `?q=`: `None` without one (or a blank one); a bad `q` is `400 invalid_query`.
+fn stream_filter(req: &Request<Incoming>) -> Result<Option<Search>, ApiError> {
+    let q = req.uri().query().and_then(|q| {
+        form_urlencoded::parse(q.as_bytes())
+            .find(|(k, _)| k == "q")
+            .map(|(_, v)| v.into_owned())
+    });
+    Ok(Search::parse(q.as_deref().unwrap_or(""))?)
+}
+
 fn event(summary: &RequestSummary) -> Bytes {
     let mut out = String::with_capacity(256);
     let data = views::summary(summary);
     let _ = write!(out, "id: {}\nevent: request\ndata: {data}\n\n", summary.id);
     Bytes::from(out)
+}
+
+/// The event for `summary` under `filter`: the summary when it matches (or there is no filter),
+/// else a `filtered` event with the id only. A request gone before it could be read (deleted,
+/// evicted) is `filtered` too.
+async fn filtered_event(
+    state: &AppState,
+    filter: Option<&Search>,
+    summary: &RequestSummary,
+) -> Bytes {
+    let Some(search) = filter else {
+        return event(summary);
+    };
+    let id = summary.id.get();
+    let stored = match state.store.get_request(&summary.bin_id, id).await {
+        Ok(stored) => stored,
+        Err(e) => {
+            tracing::warn!(bin_id = %summary.bin_id, cause = %e, "event stream filter: read failed");
+            None
+        }
+    };
+    let query = search.query.clone();
+    let limit = Search::decode_limit(state);
+    // Off the async threads: matching a body may mean decoding it.
+    let hit = match stored {
+        Some(r) => tokio::task::spawn_blocking(move || query.matches(&r, limit))
+            .await
+            .unwrap_or(false),
+        None => false,
+    };
+    if hit {
+        event(summary)
+    } else {
+        Bytes::from(format!(
+            "id: {0}\nevent: filtered\ndata: {{\"id\":\"{0}\"}}\n\n",
+            summary.id
+        ))
+    }
 }
 
 /// Sends events until the client goes, the bin goes, or the server shuts down. `_slot` is the
@@ -113,6 +174,7 @@ async fn feed(
     state: Arc<AppState>,
     bin: BinId,
     last: Option<i64>,
+    filter: Option<Search>,
     mut events: broadcast::Receiver<crate::events::Event>,
     tx: mpsc::Sender<Bytes>,
     _slot: ClientSlot,
@@ -126,7 +188,8 @@ async fn feed(
         return;
     }
     let mut last_sent = last.unwrap_or(0);
-    if last.is_some() && !replay(&state, &bin, &mut last_sent, &tx).await {
+    let filter = filter.as_ref();
+    if last.is_some() && !replay(&state, &bin, filter, &mut last_sent, &tx).await {
         return;
     }
     let shutdown = state.shutdown.clone();
@@ -136,7 +199,8 @@ async fn feed(
                 Ok(summary) => {
                     let id = summary.id.get();
                     if id > last_sent {
-                        if tx.send(event(&summary)).await.is_err() {
+                        let event = filtered_event(&state, filter, &summary).await;
+                        if tx.send(event).await.is_err() {
                             return;
                         }
                         last_sent = id;
@@ -144,7 +208,7 @@ async fn feed(
                 }
                 Err(broadcast::error::RecvError::Lagged(_)) => {
                     // Too slow to keep up live: catch up from the database instead.
-                    if !replay(&state, &bin, &mut last_sent, &tx).await {
+                    if !replay(&state, &bin, filter, &mut last_sent, &tx).await {
                         return;
                     }
                 }
@@ -168,6 +232,7 @@ async fn feed(
 async fn replay(
     state: &AppState,
     bin: &BinId,
+    filter: Option<&Search>,
     last_sent: &mut i64,
     tx: &mpsc::Sender<Bytes>,
 ) -> bool {
@@ -184,7 +249,11 @@ async fn replay(
             }
         };
         for row in &rows {
-            if tx.send(event(row)).await.is_err() {
+            if tx
+                .send(filtered_event(state, filter, row).await)
+                .await
+                .is_err()
+            {
                 return false;
             }
             *last_sent = row.id.get();

@@ -15,7 +15,7 @@ use super::format::{
 };
 use super::request::{Detail, detail};
 use super::{PageError, PageResult, field, query_param, read_form, render, see_other, shell_quote};
-use crate::bins;
+use crate::bins::{self, Search};
 use crate::clock::{now_ms, rfc3339_ms};
 use crate::ids::{self, BinId, RequestId};
 use crate::model::{Bin, RequestSummary};
@@ -209,12 +209,29 @@ struct BinPage {
     response_summary: String,
     form: ResponseForm,
     form_open: bool,
+    /// The search box's text (`?q=`), as typed.
+    q: String,
+    /// `?q=` did not parse: why, naming the term.
+    q_error: Option<String>,
+    /// A valid, non-blank `q` filters the list and the live rows.
+    filtered: bool,
+    /// The first page of the list with this page's `q`.
+    list_href: String,
 }
 
 pub async fn page(state: &AppState, req: &Request<Incoming>, bin: &BinId) -> PageResult {
+    let q = query_param(req, "q").unwrap_or_default();
+    // A bad query is shown on the page, beside the box, not as an error page: the user fixes
+    // it in place. The list then shows nothing rather than everything, so that an unfiltered
+    // list is never mistaken for results.
+    let (search, q_error) = match Search::parse(&q) {
+        Ok(search) => (search, None),
+        Err(bins::Error::InvalidQuery(e)) => (None, Some(e.to_string())),
+        Err(e) => return Err(PageError::from(e)),
+    };
     let cursor = match query_param(req, "cursor").filter(|c| !c.is_empty()) {
         None => None,
-        Some(c) => Some(ids::decode_cursor(&c).ok_or_else(|| {
+        Some(c) => Some(bins::decode_cursor(&c, search.as_ref()).ok_or_else(|| {
             PageError::new(
                 StatusCode::BAD_REQUEST,
                 "This page link is damaged (unknown cursor).",
@@ -233,6 +250,9 @@ pub async fn page(state: &AppState, req: &Request<Incoming>, bin: &BinId) -> Pag
             picked: picked.is_some(),
             selected: picked.as_deref().and_then(RequestId::parse),
             target: target.as_deref(),
+            q: &q,
+            search: search.as_ref(),
+            q_error,
         },
         None,
     )
@@ -245,6 +265,10 @@ struct PageQuery<'a> {
     picked: bool,
     selected: Option<RequestId>,
     target: Option<&'a str>,
+    /// `?q=` as typed (kept in every link of the page).
+    q: &'a str,
+    search: Option<&'a Search>,
+    q_error: Option<String>,
 }
 
 async fn render_page(
@@ -256,10 +280,26 @@ async fn render_page(
 ) -> PageResult {
     let now = now_ms();
     let bin: Bin = bins::get(state, bin_id, now).await?;
-    let (summaries, older) = bins::page(state, bin_id, query.cursor, PAGE_SIZE).await?;
+    // Read before the search: the stream resumes after it, so that a request arriving during
+    // the search is sent live (the page skips one it already shows).
+    let last_id = match query.search {
+        Some(_) => bins::last_request_id(state, bin_id).await?,
+        None => 0,
+    };
+    let (summaries, older) = match query.q_error {
+        Some(_) => (Vec::new(), None),
+        None => bins::search(state, bin_id, query.search, query.cursor, PAGE_SIZE).await?,
+    };
+    let filtered = query.search.is_some();
+    let q_suffix = if query.q.is_empty() {
+        String::new()
+    } else {
+        format!("&q={}", encode_param(query.q))
+    };
+    let search_text = query.search.map_or("", |s| s.text.as_str());
     let page_suffix = query
         .cursor
-        .map(|c| format!("&cursor={}", ids::encode_cursor(c)))
+        .map(|c| format!("&cursor={}", ids::encode_search_cursor(c, search_text)))
         .unwrap_or_default();
 
     // The selected request: the one asked for, else the newest on this page.
@@ -287,12 +327,16 @@ async fn render_page(
     let rows = summaries
         .iter()
         .map(|s| {
-            let href = format!("/bins/{bin_id}?req={}{page_suffix}", s.id);
+            let href = format!("/bins/{bin_id}?req={}{q_suffix}{page_suffix}", s.id);
             Row::new(s, href, selected_id == Some(s.id), now)
         })
         .collect();
     let first_page = query.cursor.is_none();
     let stream_url = match (first_page, summaries.first()) {
+        // Filtered: the server filters the stream too, from the bin's newest request on.
+        (true, _) if filtered => {
+            format!("/api/bins/{bin_id}/stream?last_event_id={last_id}{q_suffix}")
+        }
         (true, Some(newest)) => format!("/api/bins/{bin_id}/stream?last_event_id={}", newest.id),
         // An empty bin: replay from the start, so a request that lands between this render and
         // the stream's start still shows up.
@@ -308,6 +352,8 @@ async fn render_page(
     let form_open = rejected.is_some();
     let status = if rejected.is_some() {
         StatusCode::UNPROCESSABLE_ENTITY
+    } else if query.q_error.is_some() {
+        StatusCode::BAD_REQUEST
     } else {
         StatusCode::OK
     };
@@ -325,8 +371,8 @@ async fn render_page(
         cap: state.config.max_requests_per_bin,
         rows,
         blank_row: Some(Row::blank()),
-        newest_href: (!first_page).then(|| format!("/bins/{bin_id}")),
-        older_href: older.map(|c| format!("/bins/{bin_id}?cursor={c}")),
+        newest_href: (!first_page).then(|| list_href(bin_id, query.q)),
+        older_href: older.map(|c| format!("/bins/{bin_id}?cursor={c}{q_suffix}")),
         stream_url,
         first_page,
         selected,
@@ -336,8 +382,26 @@ async fn render_page(
         response_summary: response_summary(spec.as_ref()),
         form: rejected.unwrap_or_else(|| ResponseForm::from_spec(spec.as_ref())),
         form_open,
+        list_href: list_href(bin_id, query.q),
+        q: query.q.to_owned(),
+        q_error: query.q_error,
+        filtered,
     };
     render(status, &page)
+}
+
+/// The first page of the list, filtered by `q` when there is one.
+fn list_href(bin: &BinId, q: &str) -> String {
+    if q.is_empty() {
+        format!("/bins/{bin}")
+    } else {
+        format!("/bins/{bin}?q={}", encode_param(q))
+    }
+}
+
+/// `text` as a query parameter value (`application/x-www-form-urlencoded`).
+fn encode_param(text: &str) -> String {
+    form_urlencoded::byte_serialize(text.as_bytes()).collect()
 }
 
 pub async fn delete_bin(state: &Arc<AppState>, req: Request<Incoming>, bin: &BinId) -> PageResult {
@@ -376,6 +440,9 @@ pub async fn set_response(
                 picked: false,
                 selected: None,
                 target: None,
+                q: "",
+                search: None,
+                q_error: None,
             };
             render_page(state, &headers, bin, query, Some(typed)).await
         }

@@ -24,6 +24,7 @@ use crate::events::EventHub;
 use crate::model::{Bin, RequestSummary, StoredRequest};
 use crate::response::ResponseSpec;
 
+pub use read::{ScanBudget, SearchPage};
 pub use schema::{SCHEMA_SQL, SCHEMA_VERSION};
 pub use writer::{CaptureOutcome, ReapProgress};
 
@@ -323,6 +324,29 @@ impl Store {
         let bin = bin.to_owned();
         self.reads
             .run(move |c| read::summaries_before(c, &bin, before.unwrap_or(i64::MAX), limit))
+            .await
+    }
+
+    /// One page of a search: the summaries of requests older than `before` (newest first) that
+    /// `keep` accepts, at most `limit`, scanning within `budget`; see [`SearchPage`]. `with_body`:
+    /// whether `keep` looks at bodies (they are not read otherwise). `keep` runs on a blocking
+    /// thread of the read pool.
+    pub async fn search_requests<F>(
+        &self,
+        bin: &str,
+        before: Option<i64>,
+        limit: usize,
+        with_body: bool,
+        budget: ScanBudget,
+        keep: F,
+    ) -> Result<SearchPage, StoreError>
+    where
+        F: Fn(&StoredRequest) -> bool + Send + 'static,
+    {
+        let bin = bin.to_owned();
+        let before = before.unwrap_or(i64::MAX);
+        self.reads
+            .run(move |c| read::search_before(c, &bin, before, limit, with_body, budget, &keep))
             .await
     }
 

@@ -141,6 +141,9 @@ impl From<bins::Error> for ApiError {
                     e.to_string(),
                 )
             },
+            bins::Error::InvalidQuery(_) => {
+                ApiError::new(StatusCode::BAD_REQUEST, "invalid_query", e.to_string())
+            }
             bins::Error::Store(e) => e.into(),
         }
     }
