@@ -284,9 +284,24 @@ pub async fn delete_request(state: &AppState, bin: &BinId, id: RequestId) -> Res
 /// error at once, so a flood gets 503s instead of growing memory) and waits for its commit.
 /// The request id once committed.
 pub async fn record(state: &AppState, request: StoredRequest) -> Result<RequestId, Error> {
+    let config = &state.config;
+    let storage_full = || {
+        state
+            .metrics
+            .captures_rejected_storage_full
+            .fetch_add(1, Relaxed);
+    };
+    // `--max-db-bytes`: refused before it is queued, so nothing is recorded; deletes and the
+    // reaper bring the figure back down.
+    if let Some(max) = config.max_db_bytes
+        && state.store.used_bytes() >= max
+    {
+        storage_full();
+        return Err(StoreError::Full(format!("--max-db-bytes {max} reached")).into());
+    }
     let pending = state
         .store
-        .try_capture(request, state.config.max_requests_per_bin)
+        .try_capture(request, config.max_requests_per_bin, config.max_bin_bytes)
         .inspect_err(|e| {
             if matches!(e, StoreError::QueueFull) {
                 state
@@ -294,13 +309,15 @@ pub async fn record(state: &AppState, request: StoredRequest) -> Result<RequestI
                     .captures_rejected_queue_full
                     .fetch_add(1, Relaxed);
                 tracing::warn!("write queue full: answering 503");
-            } else if !matches!(e, StoreError::Closed) {
+            } else if !matches!(e, StoreError::Closed | StoreError::Full(_)) {
                 state.metrics.capture_failures.fetch_add(1, Relaxed);
             }
         })?;
     let outcome = pending.outcome().await.inspect_err(|e| {
         // Stopping is not a failure: the 503 says so and the client retries elsewhere.
-        if !matches!(e, StoreError::Closed) {
+        if matches!(e, StoreError::Full(_)) {
+            storage_full();
+        } else if !matches!(e, StoreError::Closed) {
             state.metrics.capture_failures.fetch_add(1, Relaxed);
         }
     })?;

@@ -26,6 +26,10 @@ pub struct Config {
     /// Most bytes a body is decoded to (views, `?decode=1`, search).
     pub max_decoded_bytes: usize,
     pub max_requests_per_bin: u64,
+    /// `--max-bin-bytes`: stored bytes per bin before its oldest requests are evicted.
+    pub max_bin_bytes: u64,
+    /// `--max-db-bytes`: captures answer 507 while the database uses more.
+    pub max_db_bytes: Option<u64>,
     pub max_header_bytes: usize,
     pub trust_proxy: bool,
     pub header_timeout: Duration,
@@ -174,6 +178,8 @@ impl TryFrom<&ServeArgs> for Config {
                 )
             })?,
             max_requests_per_bin: args.max_requests_per_bin,
+            max_bin_bytes: args.max_bin_bytes,
+            max_db_bytes: args.max_db_bytes,
             max_header_bytes: args.max_header_bytes as usize,
             trust_proxy: args.trust_proxy,
             header_timeout: args.header_timeout,

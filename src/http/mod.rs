@@ -37,6 +37,8 @@ pub fn metrics(state: &AppState) -> Response<Body> {
         write_queue_capacity: state.config.write_queue,
         live_bins: state.store.bin_count(),
         database_bytes: size(db) + size(std::path::Path::new(&wal)),
+        database_used_bytes: state.store.used_bytes(),
+        database_limit_bytes: state.config.max_db_bytes,
         open_connections: state.open_connections.load(Ordering::Relaxed),
         body_memory_bytes: state.body_memory.used(),
     };

@@ -16,6 +16,7 @@ mod writer;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use tokio::sync::{mpsc, oneshot};
@@ -36,7 +37,11 @@ pub enum StoreError {
     #[error("database schema: {0}")]
     Schema(String),
     #[error("database error: {0}")]
-    Sqlite(#[from] rusqlite::Error),
+    Sqlite(rusqlite::Error),
+    /// The disk (or the filesystem) holding the database is full: nothing of the operation was
+    /// stored. Captures answer `507 storage_full`; reads and deletes keep working.
+    #[error("the database's disk is full: {0}")]
+    Full(String),
     /// The batch this operation was in failed to commit; nothing of it was stored.
     #[error("commit failed: {0}")]
     Commit(String),
@@ -51,6 +56,21 @@ pub enum StoreError {
     /// A read did not run to its end (its thread panicked, or the runtime is stopping).
     #[error("a database read failed: {0}")]
     ReadTask(String),
+}
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(e: rusqlite::Error) -> Self {
+        if is_disk_full(&e) {
+            StoreError::Full(e.to_string())
+        } else {
+            StoreError::Sqlite(e)
+        }
+    }
+}
+
+/// SQLite's "database or disk is full" (SQLITE_FULL): also what a filesystem quota gives.
+pub(crate) fn is_disk_full(e: &rusqlite::Error) -> bool {
+    e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull)
 }
 
 impl StoreError {
@@ -111,6 +131,8 @@ pub struct Store {
     reads: read::ReadPool,
     bins: RwLock<HashMap<String, BinEntry>>,
     path: PathBuf,
+    /// Bytes of the database in use, updated by the writer after every batch.
+    used_bytes: Arc<AtomicU64>,
 }
 
 /// The background threads of a [`Store`]: the writer, and the checkpointer beside it.
@@ -146,6 +168,8 @@ impl Store {
     ) -> Result<(Store, WriterThread), StoreError> {
         let conn = schema::open_writer(&config.path, config.synchronous)?;
         let bins = read::live_bins(&conn, now)?;
+        let used_bytes = Arc::new(AtomicU64::new(writer::live_bytes(&conn)?));
+        let writer_used = used_bytes.clone();
         let reads = read::ReadPool::new(&config.path, config.read_connections)?;
         let (tx, rx) = mpsc::channel(config.write_queue);
         let spawn_failed = |e: std::io::Error| StoreError::Open {
@@ -162,7 +186,7 @@ impl Store {
             .map_err(spawn_failed)?;
         let writer = std::thread::Builder::new()
             .name("hookbin-writer".into())
-            .spawn(move || writer::run(conn, rx, events, wal))
+            .spawn(move || writer::run(conn, rx, events, wal, writer_used))
             .map_err(spawn_failed)?;
         let store = Store {
             writes: tx,
@@ -170,6 +194,7 @@ impl Store {
             reads,
             bins: RwLock::new(bins),
             path: config.path.clone(),
+            used_bytes,
         };
         let threads = WriterThread {
             writer,
@@ -181,6 +206,12 @@ impl Store {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Bytes of the database in use (pages holding data; free pages left by deletes are not
+    /// counted, new rows reuse them), as of the last committed batch.
+    pub fn used_bytes(&self) -> u64 {
+        self.used_bytes.load(Ordering::Relaxed)
     }
 
     /// Writes waiting for the writer thread right now.
@@ -294,6 +325,7 @@ impl Store {
         &self,
         request: StoredRequest,
         max_per_bin: u64,
+        max_bin_bytes: u64,
     ) -> Result<PendingCapture, StoreError> {
         let (reply, answer) = oneshot::channel();
         // Derived columns are prepared here, on the caller's thread, to keep the writer lean.
@@ -303,6 +335,7 @@ impl Store {
                 content_type: request.content_type(),
                 request,
                 max_per_bin,
+                max_bin_bytes,
             }),
             reply,
         };

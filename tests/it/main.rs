@@ -23,6 +23,7 @@ mod openapi;
 mod probe;
 mod prometheus;
 mod providers;
+mod quotas;
 mod receiver;
 mod replay_support;
 mod search;
