@@ -221,12 +221,7 @@ struct BinPage {
     list_href: String,
 }
 
-pub async fn page(
-    state: &AppState,
-    req: &Request<Incoming>,
-    bin: &BinId,
-    ui: &Ui,
-) -> PageResult {
+pub async fn page(state: &AppState, req: &Request<Incoming>, bin: &BinId, ui: &Ui) -> PageResult {
     let q = query_param(req, "q").unwrap_or_default();
     // A bad query is shown on the page, beside the box, not as an error page: the user fixes
     // it in place. The list then shows nothing rather than everything, so that an unfiltered
@@ -238,9 +233,10 @@ pub async fn page(
     };
     let cursor = match query_param(req, "cursor").filter(|c| !c.is_empty()) {
         None => None,
-        Some(c) => Some(bins::decode_cursor(&c, search.as_ref()).ok_or_else(|| {
-            PageError::new(StatusCode::BAD_REQUEST, "err-bad-cursor")
-        })?),
+        Some(c) => Some(
+            bins::decode_cursor(&c, search.as_ref())
+                .ok_or_else(|| PageError::new(StatusCode::BAD_REQUEST, "err-bad-cursor"))?,
+        ),
     };
     // `?req=` that is not a request id picks nothing: the page says it is gone.
     let picked = query_param(req, "req");

@@ -211,7 +211,8 @@ pub fn request_view(r: &StoredRequest, caps: Caps, decode_limit: usize) -> BodyV
     let sizes = |decoded: usize| {
         format!(
             "{} → {}",
-            super::format::exact_bytes(r.body.len() as u64, &Ui::new(Lang::En, "/")).trim_end_matches(" bytes"),
+            super::format::exact_bytes(r.body.len() as u64, &Ui::new(Lang::En, "/"))
+                .trim_end_matches(" bytes"),
             super::format::exact_bytes(decoded as u64, &Ui::new(Lang::En, "/"))
         )
     };
@@ -346,7 +347,10 @@ pub fn view(body: &[u8], content_type: Option<&str>, caps: Caps) -> BodyView {
                         clipped: clipped.then(|| {
                             format!(
                                 "Showing the first {} of the re-indented text. {}",
-                                super::format::human_size(pretty.len() as u64, &Ui::new(Lang::En, "/")),
+                                super::format::human_size(
+                                    pretty.len() as u64,
+                                    &Ui::new(Lang::En, "/")
+                                ),
                                 more(caps)
                             )
                         }),

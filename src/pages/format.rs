@@ -56,9 +56,13 @@ pub fn row_time(ms: i64, now: i64, lang: Lang) -> String {
     if t.date() == datetime(now).date() {
         t.format(format_description!("[hour]:[minute]:[second] UTC"))
     } else if lang == Lang::En {
-        t.format(format_description!("[year]-[month]-[day] [hour]:[minute] UTC"))
+        t.format(format_description!(
+            "[year]-[month]-[day] [hour]:[minute] UTC"
+        ))
     } else {
-        t.format(format_description!("[day].[month].[year] [hour]:[minute] UTC"))
+        t.format(format_description!(
+            "[day].[month].[year] [hour]:[minute] UTC"
+        ))
     }
     .unwrap_or_default()
 }
@@ -137,8 +141,14 @@ mod tests {
         assert_eq!(absolute_time(t, Lang::En), "2025-06-15 15:06:40.123 UTC");
         assert_eq!(absolute_time(t, Lang::Ru), "15.06.2025 15:06:40,123 UTC");
         assert_eq!(row_time(t, t + 1000, Lang::En), "15:06:40 UTC");
-        assert_eq!(row_time(t, t + 86_400_000, Lang::En), "2025-06-15 15:06 UTC");
-        assert_eq!(row_time(t, t + 86_400_000, Lang::Uk), "15.06.2025 15:06 UTC");
+        assert_eq!(
+            row_time(t, t + 86_400_000, Lang::En),
+            "2025-06-15 15:06 UTC"
+        );
+        assert_eq!(
+            row_time(t, t + 86_400_000, Lang::Uk),
+            "15.06.2025 15:06 UTC"
+        );
         assert_eq!(time_until(t, t, en), "now");
         assert_eq!(time_until(t + 1000, t, en), "in 1 second");
         assert_eq!(time_until(t + 12 * 60_000, t, en), "in 12 minutes");

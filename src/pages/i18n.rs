@@ -139,7 +139,9 @@ fn build(lang: Lang) -> Catalog {
 /// object of its forms by CLDR category, each with `{$n}` where the script puts the number.
 fn js_messages(bundle: &FluentBundle<FluentResource>, lang: Lang) -> String {
     let mut out = BTreeMap::new();
-    let keys = SOURCES[lang.index()].iter().flat_map(|source| ids_in(source));
+    let keys = SOURCES[lang.index()]
+        .iter()
+        .flat_map(|source| ids_in(source));
     for key in keys {
         let Some(short) = key.strip_prefix("js-") else {
             continue;
@@ -434,7 +436,10 @@ mod tests {
             Lang::Uk
         );
         assert_eq!(
-            negotiate(&headers(&[("cookie", "lang=xx"), ("accept-language", "ru")])),
+            negotiate(&headers(&[
+                ("cookie", "lang=xx"),
+                ("accept-language", "ru")
+            ])),
             Lang::Ru,
             "an unknown cookie value is ignored"
         );
@@ -518,7 +523,15 @@ mod tests {
     /// Prefixes of the keys, for finding keys that code passes around as string literals
     /// (`PageError::new(status, "err-…")`).
     const PREFIXES: [&str; 9] = [
-        "err-", "error-", "home-", "bin-", "req-", "size-", "duration-", "time-", "js-",
+        "err-",
+        "error-",
+        "home-",
+        "bin-",
+        "req-",
+        "size-",
+        "duration-",
+        "time-",
+        "js-",
     ];
 
     /// The keys named in `text` by `.t("…")`, `.t1("…"`, `.t2("…"` and `.count("…"`, and (in
@@ -601,8 +614,7 @@ mod tests {
             assert!(v["newer"]["other"].as_str().unwrap().contains("{$n}"));
             assert!(v["new-request"].as_str().unwrap().contains("{$method}"));
         }
-        let ru: serde_json::Value =
-            serde_json::from_str(Ui::new(Lang::Ru, "/").js_json()).unwrap();
+        let ru: serde_json::Value = serde_json::from_str(Ui::new(Lang::Ru, "/").js_json()).unwrap();
         assert_ne!(ru["newer"]["one"], ru["newer"]["many"]);
     }
 

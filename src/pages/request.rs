@@ -116,7 +116,7 @@ impl Detail {
         let mut curl = integrations::curl_for(r, base, target);
         let curl_large = match &mut curl {
             Ok(command) if command.len() > CURL_INLINE_MAX => {
-                let size = human_size(command.len() as u64);
+                let size = human_size(command.len() as u64, ui);
                 command.clear();
                 Some(size)
             }
@@ -322,7 +322,14 @@ mod tests {
     }
 
     fn d_clone(d: &Detail) -> Detail {
-        Detail::new(&stored(), "http://h", Some(&d.curl_target), true, LIMIT, &en())
+        Detail::new(
+            &stored(),
+            "http://h",
+            Some(&d.curl_target),
+            true,
+            LIMIT,
+            &en(),
+        )
     }
 
     fn render(detail: Detail) -> String {

@@ -10,6 +10,9 @@ fn html_lang(html: &str) -> &str {
     &html[at..at + html[at..].find('"').unwrap()]
 }
 
+/// Request headers, the language expected, a text the page must then contain.
+type Case<'a> = (&'a [(&'a str, &'a str)], &'a str, &'a str);
+
 fn get_with(server: &Server, path: &str, headers: &[(&str, &str)]) -> (u16, String) {
     let res = server.request("GET", path, headers, b"");
     (res.status, res.text())
@@ -18,12 +21,28 @@ fn get_with(server: &Server, path: &str, headers: &[(&str, &str)]) -> (u16, Stri
 #[test]
 fn the_language_comes_from_the_cookie_then_accept_language_then_english() {
     let server = Server::start(&[]);
-    let cases: &[(&[(&str, &str)], &str, &str)] = &[
+    let cases: &[Case<'_>] = &[
         (&[], "en", "Create new URL"),
-        (&[("Accept-Language", "ru-RU,ru;q=0.9,en;q=0.8")], "ru", "Создать новый URL"),
-        (&[("Accept-Language", "en;q=0.5, uk;q=0.9")], "uk", "Створити нову URL-адресу"),
-        (&[("Accept-Language", "de, fr;q=0.8")], "en", "Create new URL"),
-        (&[("Accept-Language", "ru;q=0, en;q=0.1")], "en", "Create new URL"),
+        (
+            &[("Accept-Language", "ru-RU,ru;q=0.9,en;q=0.8")],
+            "ru",
+            "Создать новый URL",
+        ),
+        (
+            &[("Accept-Language", "en;q=0.5, uk;q=0.9")],
+            "uk",
+            "Створити нову URL-адресу",
+        ),
+        (
+            &[("Accept-Language", "de, fr;q=0.8")],
+            "en",
+            "Create new URL",
+        ),
+        (
+            &[("Accept-Language", "ru;q=0, en;q=0.1")],
+            "en",
+            "Create new URL",
+        ),
         (
             &[("Cookie", "lang=uk"), ("Accept-Language", "ru")],
             "uk",
@@ -52,9 +71,7 @@ fn the_language_comes_from_the_cookie_then_accept_language_then_english() {
                 "{headers:?}: no switcher link to {code}"
             );
         }
-        assert!(html.contains(&format!(
-            "hreflang=\"{lang}\" lang=\"{lang}\" title=\""
-        )));
+        assert!(html.contains(&format!("hreflang=\"{lang}\" lang=\"{lang}\" title=\"")));
     }
 
     // Error pages speak the language too, with the right status; the API's errors stay English.
@@ -73,7 +90,11 @@ fn the_language_comes_from_the_cookie_then_accept_language_then_english() {
         b"",
     );
     res.assert_error(404, "bin_not_found");
-    assert!(res.text().is_ascii(), "API errors stay English: {}", res.text());
+    assert!(
+        res.text().is_ascii(),
+        "API errors stay English: {}",
+        res.text()
+    );
 }
 
 #[test]
