@@ -20,6 +20,7 @@ mod limits;
 mod logs;
 mod nginx;
 mod openapi;
+mod private;
 mod probe;
 mod providers;
 mod quotas;
