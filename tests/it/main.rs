@@ -22,6 +22,7 @@ mod nginx;
 mod openapi;
 mod private;
 mod probe;
+mod prometheus;
 mod providers;
 mod quotas;
 mod receiver;
