@@ -12,3 +12,6 @@ home-step-create = Create a URL. It is the only key to its requests: share it on
 home-step-paste = Paste it where a provider asks for a webhook or callback URL (Stripe, GitHub, Slack, your own service…), or send something yourself:
 home-step-watch = Keep the bin page open: requests appear as they arrive. Open one to see its headers and body, download the exact bytes, or copy it as a curl command aimed at your localhost.
 home-your-bin-id = your-bin-id
+home-visibility = Who can see the requests
+home-visibility-public = Anyone with the URL
+home-visibility-private = Private: only with a separate view link (the capture URL cannot read them)
