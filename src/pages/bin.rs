@@ -127,7 +127,7 @@ impl ResponseForm {
     }
 
     /// The spec as `PUT /api/bins/{bin}/response` would receive it, validated the same way.
-    fn to_spec(&self, bin: &BinId) -> Result<ResponseSpec, String> {
+    fn to_spec(&self, bin: &BinId, ui: &Ui) -> Result<ResponseSpec, String> {
         let number = |text: &str, default: u64| -> Value {
             let text = text.trim();
             if text.is_empty() {
@@ -142,10 +142,12 @@ impl ResponseForm {
                 continue;
             }
             let Some((name, value)) = line.split_once(':') else {
-                return Err(format!(
-                    "headers, line {}: expected \"Name: value\", got {:?}",
-                    i + 1,
-                    line.trim()
+                return Err(ui.t2(
+                    "bin-form-line",
+                    "line",
+                    (i + 1).to_string(),
+                    "got",
+                    format!("{:?}", line.trim()),
                 ));
             };
             headers.push(json!([name.trim(), value.trim()]));
@@ -163,22 +165,20 @@ impl ResponseForm {
 /// One sentence on what the bin answers.
 fn response_summary(spec: Option<&ResponseSpec>, ui: &Ui) -> String {
     let Some(s) = spec else {
-        return "Answers 200 with the body \"ok\" (the default).".to_owned();
+        return ui.t("bin-answers-default");
     };
-    let mut parts = vec![format!("Answers {}", s.status)];
+    let mut parts = vec![ui.t1("bin-answers", "status", s.status.to_string())];
     if !s.headers.is_empty() {
-        let n = s.headers.len();
-        parts.push(format!("{n} header{}", if n == 1 { "" } else { "s" }));
+        parts.push(ui.count("bin-answers-headers", s.headers.len() as u64));
     }
     if !s.body.is_empty() {
-        parts.push(format!("a {} body", human_size(s.body.len() as u64, ui)));
+        let size = human_size(s.body.len() as u64, ui);
+        parts.push(ui.t1("bin-answers-body", "size", size));
     }
-    let mut text = parts.join(", ");
     if s.delay_ms > 0 {
-        text.push_str(&format!(", after {} ms", s.delay_ms));
+        parts.push(ui.t1("bin-answers-delay", "ms", ui.lang.int(s.delay_ms)));
     }
-    text.push('.');
-    text
+    format!("{}.", parts.join(", "))
 }
 
 #[derive(Template)]
@@ -443,7 +443,7 @@ pub async fn set_response(
     let now = now_ms();
     bins::live(state, bin, now)?;
     let mut typed = ResponseForm::from_form(&form);
-    match typed.to_spec(bin) {
+    match typed.to_spec(bin, ui) {
         Ok(spec) => {
             bins::set_response(state, bin, Some(spec), now).await?;
             Ok(see_other(&format!("/bins/{bin}#response")))

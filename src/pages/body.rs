@@ -9,7 +9,7 @@
 //! Nothing is ever pre-built HTML. Views are capped, so a 5 MiB body does not produce a 50 MB
 //! page; the download link always gives the exact bytes.
 
-use super::i18n::{Lang, Ui};
+use super::i18n::Ui;
 use std::borrow::Cow;
 
 use crate::content::coding::Outcome;
@@ -107,6 +107,35 @@ impl BodyView {
     pub fn is_empty(&self) -> bool {
         self.tabs.is_empty()
     }
+
+    /// The catalog key of [`BodyView::kind`] (the kind itself stays English: tests and
+    /// `data-` attributes use it).
+    pub fn kind_key(&self) -> &'static str {
+        match self.kind {
+            "JSON" => "req-kind-json",
+            "XML" => "req-kind-xml",
+            "form" => "req-kind-form",
+            "text" => "req-kind-text",
+            "multipart" => "req-kind-multipart",
+            "empty" => "req-kind-empty",
+            _ => "req-kind-binary",
+        }
+    }
+}
+
+impl Tab {
+    /// The catalog key of the tab's label; the label itself names the panel in `data-view`.
+    pub fn label_key(&self) -> &'static str {
+        match self.label {
+            "Pretty" => "req-tab-pretty",
+            "Hex" => "req-tab-hex",
+            "Raw (hex)" => "req-tab-raw-hex",
+            "As sent (hex)" => "req-tab-sent-hex",
+            "Parts" => "req-tab-parts",
+            "Fields" => "req-tab-fields",
+            _ => "req-tab-raw",
+        }
+    }
 }
 
 fn is_json_type(media: &str) -> bool {
@@ -175,32 +204,34 @@ fn clip(text: &str, cap: usize) -> (&str, bool) {
     (&text[..end], true)
 }
 
-fn clip_note(shown: usize, total: usize, caps: Caps) -> String {
-    format!(
-        "Showing the first {} of {}. {}",
-        super::format::human_size(shown as u64, &Ui::new(Lang::En, "/")),
-        super::format::human_size(total as u64, &Ui::new(Lang::En, "/")),
-        more(caps)
+fn clip_note(shown: usize, total: usize, caps: Caps, ui: &Ui) -> String {
+    ui.tn(
+        "req-note-clip",
+        &[
+            ("shown", &super::format::human_size(shown as u64, ui)),
+            ("total", &super::format::human_size(total as u64, ui)),
+            ("more", &more(caps, ui)),
+        ],
     )
 }
 
 /// Where to find the rest of a clipped view.
-fn more(caps: Caps) -> &'static str {
+fn more(caps: Caps, ui: &Ui) -> String {
     if caps == PANE_CAPS {
-        "Open the request on its own page for more, or download the body."
+        ui.t("req-more-pane")
     } else {
-        "Download the body for all of it."
+        ui.t("req-more-page")
     }
 }
 
 /// The views of a request's body: decoded first when it has a `Content-Encoding` (at most
 /// `decode_limit` bytes, `--max-decoded-bytes`), then chosen as [`view`] does, plus a hex tab
 /// of the bytes as sent.
-pub fn request_view(r: &StoredRequest, caps: Caps, decode_limit: usize) -> BodyView {
+pub fn request_view(r: &StoredRequest, caps: Caps, decode_limit: usize, ui: &Ui) -> BodyView {
     let content_type = r.content_type();
     let decoded = content::decoded_body(r, decode_limit);
     if !decoded.was_encoded() {
-        return view(&r.body, content_type.as_deref(), caps);
+        return view(&r.body, content_type.as_deref(), caps, ui);
     }
     let codings = decoded
         .codings
@@ -211,42 +242,53 @@ pub fn request_view(r: &StoredRequest, caps: Caps, decode_limit: usize) -> BodyV
     let sizes = |decoded: usize| {
         format!(
             "{} → {}",
-            super::format::exact_bytes(r.body.len() as u64, &Ui::new(Lang::En, "/"))
-                .trim_end_matches(" bytes"),
-            super::format::exact_bytes(decoded as u64, &Ui::new(Lang::En, "/"))
+            ui.lang.int(r.body.len() as u64),
+            super::format::exact_bytes(decoded as u64, ui)
         )
     };
     // What is shown, what to say about it, and whether it is the decoded body.
     let (shown, note, is_decoded): (&[u8], String, bool) = match &decoded.outcome {
         Outcome::Complete => (
             &decoded.bytes,
-            format!("Decoded from {codings}: {}.", sizes(decoded.bytes.len())),
+            ui.tn(
+                "req-note-decoded",
+                &[
+                    ("codings", &codings),
+                    ("sizes", &sizes(decoded.bytes.len())),
+                ],
+            ),
             true,
         ),
         Outcome::Cut { limit } => (
             &decoded.bytes,
-            format!(
-                "Decoded from {codings}, cut at {} (--max-decoded-bytes): the body decodes to \
-                 more than that, likely a decompression bomb. Shown: its start.",
-                super::format::exact_bytes(*limit as u64, &Ui::new(Lang::En, "/"))
+            ui.tn(
+                "req-note-decode-cut",
+                &[
+                    ("codings", &codings),
+                    ("limit", &super::format::exact_bytes(*limit as u64, ui)),
+                ],
             ),
             true,
         ),
         Outcome::Failed(e) if decoded.bytes.is_empty() => (
             &r.body,
-            format!("Content-Encoding not undone ({e}): shown as sent."),
+            ui.t1("req-note-not-decoded", "error", e.to_string()),
             false,
         ),
         Outcome::Failed(e) => (
             &decoded.bytes,
-            format!(
-                "Decoded from {codings} up to damage ({e}): {}. Shown: what decoded.",
-                sizes(decoded.bytes.len())
+            ui.tn(
+                "req-note-decode-damaged",
+                &[
+                    ("codings", &codings),
+                    ("error", &e.to_string()),
+                    ("sizes", &sizes(decoded.bytes.len())),
+                ],
             ),
             true,
         ),
     };
-    let mut v = view(shown, content_type.as_deref(), caps);
+    let mut v = view(shown, content_type.as_deref(), caps, ui);
     v.notes.insert(0, note);
     if is_decoded {
         // Half the room: the decoded views come first.
@@ -254,14 +296,14 @@ pub fn request_view(r: &StoredRequest, caps: Caps, decode_limit: usize) -> BodyV
         v.tabs.push(Tab {
             label: "As sent (hex)",
             panel: Panel::Hex(dump),
-            clipped: clipped.then(|| clip_note(caps.hex / 2, r.body.len(), caps)),
+            clipped: clipped.then(|| clip_note(caps.hex / 2, r.body.len(), caps, ui)),
         });
     }
     v
 }
 
 /// Chooses the views of `body` by content type and content.
-pub fn view(body: &[u8], content_type: Option<&str>, caps: Caps) -> BodyView {
+pub fn view(body: &[u8], content_type: Option<&str>, caps: Caps, ui: &Ui) -> BodyView {
     if body.is_empty() {
         return BodyView {
             kind: "empty",
@@ -281,7 +323,7 @@ pub fn view(body: &[u8], content_type: Option<&str>, caps: Caps) -> BodyView {
         notes.extend(parsed.problem.clone());
         tabs.push(Tab {
             label: "Parts",
-            panel: Panel::Parts(part_views(body, &parsed, caps)),
+            panel: Panel::Parts(part_views(body, &parsed, caps, ui)),
             clipped: None,
         });
     }
@@ -300,15 +342,16 @@ pub fn view(body: &[u8], content_type: Option<&str>, caps: Caps) -> BodyView {
             kind = "JSON";
             let (tokens, _, unescaped) = json_tokens(text, caps.text);
             let shown: usize = tokens.iter().map(|t| t.text.len()).sum();
-            notes.extend(unescaped.then(unescape_note));
+            notes.extend(unescaped.then(|| ui.t("req-note-unescape")));
             tabs.push(Tab {
                 label: "Pretty",
                 panel: Panel::Json(tokens),
-                clipped: Some(format!(
-                    "A large body: the first {} of it pretty-printed, not checked as a whole \
-                     (Raw and the download are exact). {}",
-                    super::format::human_size(shown as u64, &Ui::new(Lang::En, "/")),
-                    more(caps)
+                clipped: Some(ui.t2(
+                    "req-note-large-json",
+                    "size",
+                    super::format::human_size(shown as u64, ui),
+                    "more",
+                    more(caps, ui),
                 )),
             });
         } else if text.len() <= JSON_CHECK_CAP && (declared_json || looks_json) {
@@ -317,21 +360,23 @@ pub fn view(body: &[u8], content_type: Option<&str>, caps: Caps) -> BodyView {
                     kind = "JSON";
                     let (tokens, clipped, unescaped) = json_tokens(text, caps.text);
                     let shown: usize = tokens.iter().map(|t| t.text.len()).sum();
-                    notes.extend(unescaped.then(unescape_note));
+                    notes.extend(unescaped.then(|| ui.t("req-note-unescape")));
                     tabs.push(Tab {
                         label: "Pretty",
                         panel: Panel::Json(tokens),
                         clipped: clipped.then(|| {
-                            format!(
-                                "Showing the first {} of the pretty-printed text. {}",
-                                super::format::human_size(shown as u64, &Ui::new(Lang::En, "/")),
-                                more(caps)
+                            ui.t2(
+                                "req-note-pretty-clip",
+                                "size",
+                                super::format::human_size(shown as u64, ui),
+                                "more",
+                                more(caps, ui),
                             )
                         }),
                     });
                 }
                 Err(e) if declared_json => {
-                    notes.push(format!("Declared as JSON but does not parse: {e}."));
+                    notes.push(ui.t1("req-note-json-bad", "error", e.to_string()));
                 }
                 Err(_) => {}
             }
@@ -345,20 +390,19 @@ pub fn view(body: &[u8], content_type: Option<&str>, caps: Caps) -> BodyView {
                     tabs.push(Tab {
                         label: "Pretty",
                         clipped: clipped.then(|| {
-                            format!(
-                                "Showing the first {} of the re-indented text. {}",
-                                super::format::human_size(
-                                    pretty.len() as u64,
-                                    &Ui::new(Lang::En, "/")
-                                ),
-                                more(caps)
+                            ui.t2(
+                                "req-note-xml-clip",
+                                "size",
+                                super::format::human_size(pretty.len() as u64, ui),
+                                "more",
+                                more(caps, ui),
                             )
                         }),
                         panel: Panel::Text(pretty),
                     });
                 }
                 Err(e) if declared_xml => {
-                    notes.push(format!("Declared as XML but does not parse: {e}."));
+                    notes.push(ui.t1("req-note-xml-bad", "error", e.to_string()));
                 }
                 Err(_) => {}
             }
@@ -368,41 +412,36 @@ pub fn view(body: &[u8], content_type: Option<&str>, caps: Caps) -> BodyView {
             tabs.push(Tab {
                 label: "Fields",
                 panel: Panel::Form(fields),
-                clipped: clipped.then(|| format!("Showing the first fields only. {}", more(caps))),
+                clipped: clipped.then(|| ui.t1("req-note-fields-clip", "more", more(caps, ui))),
             });
         }
         let (shown, clipped) = clip_html(text, caps.text);
         tabs.push(Tab {
             label: "Raw",
             panel: Panel::Text(shown.to_owned()),
-            clipped: clipped.then(|| clip_note(shown.len(), body.len(), caps)),
+            clipped: clipped.then(|| clip_note(shown.len(), body.len(), caps, ui)),
         });
     }
     let (dump, clipped) = hexdump(body, caps.hex);
     tabs.push(Tab {
         label: if text.is_some() { "Hex" } else { "Raw (hex)" },
         panel: Panel::Hex(dump),
-        clipped: clipped.then(|| clip_note(caps.hex, body.len(), caps)),
+        clipped: clipped.then(|| clip_note(caps.hex, body.len(), caps, ui)),
     });
     if boundary.is_some() {
         // Binary parts are normal in multipart bodies: no remark on the whole.
     } else if text.is_none() && utf8_text(body).is_none() {
-        notes.push("Not valid UTF-8: shown as a hex dump.".to_owned());
+        notes.push(ui.t("req-note-not-utf8"));
     } else if text.is_none() {
-        notes.push("Binary content: shown as a hex dump.".to_owned());
+        notes.push(ui.t("req-note-binary"));
     }
     BodyView { kind, tabs, notes }
-}
-
-fn unescape_note() -> String {
-    "Pretty shows \\uXXXX escapes as the characters they stand for; Raw has the bytes as sent."
-        .to_owned()
 }
 
 /// The parts of a multipart body with previews: the start of each part as text or a hex dump,
 /// within one budget for the whole list (a form with a thousand fields stays a page, not a
 /// book).
-fn part_views(body: &[u8], parsed: &multipart::Multipart, caps: Caps) -> Vec<PartView> {
+fn part_views(body: &[u8], parsed: &multipart::Multipart, caps: Caps, ui: &Ui) -> Vec<PartView> {
     let text_cap = caps.text / 32;
     let hex_cap = caps.hex / 64;
     let mut budget = caps.text;
@@ -417,8 +456,8 @@ fn part_views(body: &[u8], parsed: &multipart::Multipart, caps: Caps) -> Vec<Par
                 name: p.name.clone(),
                 filename: p.filename.clone(),
                 content_type: p.content_type.clone(),
-                size: super::format::human_size(bytes.len() as u64, &Ui::new(Lang::En, "/")),
-                size_exact: super::format::exact_bytes(bytes.len() as u64, &Ui::new(Lang::En, "/")),
+                size: super::format::human_size(bytes.len() as u64, ui),
+                size_exact: super::format::exact_bytes(bytes.len() as u64, ui),
                 incomplete: !p.complete,
                 preview: String::new(),
                 preview_is_hex: false,
@@ -428,8 +467,7 @@ fn part_views(body: &[u8], parsed: &multipart::Multipart, caps: Caps) -> Vec<Par
                 return view;
             }
             if budget == 0 {
-                view.preview_note =
-                    Some("Not previewed: the page shows enough already. Download it.".into());
+                view.preview_note = Some(ui.t("req-part-not-previewed"));
                 return view;
             }
             let text = utf8_text(bytes).filter(|t| looks_like_text(clip(t, SNIFF).0));
@@ -445,9 +483,10 @@ fn part_views(body: &[u8], parsed: &multipart::Multipart, caps: Caps) -> Vec<Par
             };
             budget = budget.saturating_sub(html_len(&preview));
             if clipped {
-                view.preview_note = Some(format!(
-                    "Showing the start of its {}. Download it for all of it.",
-                    super::format::human_size(bytes.len() as u64, &Ui::new(Lang::En, "/"))
+                view.preview_note = Some(ui.t1(
+                    "req-part-start",
+                    "size",
+                    super::format::human_size(bytes.len() as u64, ui),
                 ));
             }
             view.preview = preview;
@@ -707,6 +746,20 @@ impl Tokens {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pages::i18n::Lang;
+
+    fn en() -> Ui {
+        Ui::new(Lang::En, "/")
+    }
+
+    /// The views in English, as the assertions below read them.
+    fn view(body: &[u8], content_type: Option<&str>, caps: Caps) -> BodyView {
+        super::view(body, content_type, caps, &en())
+    }
+
+    fn request_view(r: &StoredRequest, caps: Caps, decode_limit: usize) -> BodyView {
+        super::request_view(r, caps, decode_limit, &en())
+    }
 
     fn plain(tokens: &[Token]) -> String {
         tokens.iter().map(|t| t.text.as_str()).collect()

@@ -240,13 +240,24 @@ impl Ui {
     pub fn t2<'a>(
         &self,
         key: &str,
-        a: (&'a str, impl Into<FluentValue<'a>>),
-        b: (&'a str, impl Into<FluentValue<'a>>),
+        a: &'a str,
+        a_value: impl Into<FluentValue<'a>>,
+        b: &'a str,
+        b_value: impl Into<FluentValue<'a>>,
     ) -> String {
         let mut args = FluentArgs::new();
-        args.set(a.0, a.1);
-        args.set(b.0, b.1);
+        args.set(a, a_value);
+        args.set(b, b_value);
         self.format(key, Some(&args))
+    }
+
+    /// The message `key` with any number of (text) arguments.
+    pub fn tn(&self, key: &str, args: &[(&str, &str)]) -> String {
+        let mut fluent = FluentArgs::new();
+        for (name, value) in args {
+            fluent.set(*name, *value);
+        }
+        self.format(key, Some(&fluent))
     }
 
     /// A count with its noun: the message `key` with `$count` (the number, which picks the
@@ -548,7 +559,7 @@ mod tests {
                 }
             }
         }
-        for call in ["t(\"", "t1(\"", "t2(\"", "count(\""] {
+        for call in ["t(\"", "t1(\"", "t2(\"", "tn(\"", "count(\""] {
             let mut rest = text;
             while let Some(at) = rest.find(call) {
                 let before = rest[..at].chars().last();

@@ -267,14 +267,17 @@ impl PageError {
         match self.args.as_slice() {
             [] => ui.t(self.message),
             [(name, value)] => ui.t1(self.message, name, value.as_str()),
-            [(a, x), (b, y), ..] => ui.t2(self.message, (a, x.as_str()), (b, y.as_str())),
+            [(a, x), (b, y), ..] => ui.t2(self.message, a, x.as_str(), b, y.as_str()),
         }
     }
 
     pub fn into_response(self, ui: &Ui) -> Response<Body> {
         let message = self.message(ui);
         let page = ErrorPage {
-            ui: ui.clone(),
+            // The switcher of an error page goes back to the start page: the page is the
+            // same for every address that fails alike (a private bin's 404 is byte for byte
+            // an unknown bin's), so it must not echo the address.
+            ui: Ui::new(ui.lang, "/"),
             title: self.title(ui),
             status: self.status.as_u16(),
             message: message.clone(),

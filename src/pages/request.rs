@@ -140,6 +140,7 @@ impl Detail {
                 r,
                 if standalone { PAGE_CAPS } else { PANE_CAPS },
                 decode_limit,
+                ui,
             ),
             content_type,
             query: query_params(&r.query),

@@ -37,6 +37,7 @@ mod tools;
 mod ui_browser;
 mod ui_flows;
 mod ui_i18n;
+mod ui_i18n_browser;
 mod ui_pages;
 mod upgrade;
 mod util;

@@ -109,7 +109,7 @@ fn create_form_redirects_to_a_new_bin_page_that_waits_for_requests() {
     let html = assert_page(&server.get(&format!("/bins/{bin}")), 200);
     assert!(html.contains(&format!("value=\"http://{}/r/{bin}\"", server.addr)));
     assert!(html.contains("Waiting for the first request…"));
-    assert!(html.contains("0</span> / 1000 requests"));
+    assert!(html.contains("0</span> / 1,000 requests"));
     // The stream starts from the beginning, so nothing between render and connect is lost.
     assert!(html.contains(&format!(
         "data-stream=\"/api/bins/{bin}/stream?last_event_id=0\""
