@@ -14,6 +14,7 @@ mod docker;
 mod durability;
 mod export;
 mod forward;
+mod fuzz_corpus;
 mod healthcheck;
 mod lifecycle;
 mod limits;
