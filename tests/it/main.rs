@@ -4,6 +4,7 @@
 mod api;
 mod architecture;
 mod backup;
+mod big_pages;
 mod bodies;
 mod browser;
 mod capture;
@@ -21,6 +22,7 @@ mod limits;
 mod logs;
 mod nginx;
 mod openapi;
+mod private;
 mod probe;
 mod prometheus;
 mod providers;
