@@ -312,11 +312,16 @@ pub async fn record(state: &AppState, request: StoredRequest) -> Result<RequestI
                     .captures_rejected_queue_full
                     .fetch_add(1, Relaxed);
                 tracing::warn!("write queue full: answering 503");
+            } else if !matches!(e, StoreError::Closed | StoreError::Full(_)) {
+                state.metrics.capture_failures.fetch_add(1, Relaxed);
             }
         })?;
     let outcome = pending.outcome().await.inspect_err(|e| {
+        // Stopping is not a failure: the 503 says so and the client retries elsewhere.
         if matches!(e, StoreError::Full(_)) {
             storage_full();
+        } else if !matches!(e, StoreError::Closed) {
+            state.metrics.capture_failures.fetch_add(1, Relaxed);
         }
     })?;
     match outcome {

@@ -21,6 +21,7 @@ mod logs;
 mod nginx;
 mod openapi;
 mod probe;
+mod prometheus;
 mod providers;
 mod quotas;
 mod receiver;

@@ -205,7 +205,11 @@ values = ["{undecodable}", "{bomb}"]
 
 [[operations]]
 include-operation-id-regex = "^(getBin|setBinResponse|listRequests|getRequest|getRequestPart|verifyRequest|getRequestCurl|exportBin)$"
-parameters = {{ "path.bin" = {{ dictionary = "bins", probability = 0.7 }}, "path.req" = {{ dictionary = "reqs", probability = 0.8 }} }}
+parameters = {{ "path.bin" = {{ dictionary = "bins", probability = 0.7 }}, "path.req" = {{ dictionary = "reqs", probability = 0.8 }}, "query.q" = {{ dictionary = "searches", probability = 0.3 }} }}
+
+# Searches that parse and match some of the seeded requests (random text rarely parses).
+[dictionaries.searches]
+values = ["method:post", "body:amount", "-header:x-hub-signature-256", "path:/path \"evt\"", "header:content-encoding=gzip"]
 
 [[operations]]
 include-operation-id = "getRequestBody"
