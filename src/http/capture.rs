@@ -12,10 +12,10 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
-use hyper::http::request::Parts;
 use hyper::header::{
     ACCEPT, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, HeaderName, HeaderValue, LOCATION,
 };
+use hyper::http::request::Parts;
 use hyper::{HeaderMap, Method, Request, Response, StatusCode, Version};
 
 use crate::bins;
@@ -56,8 +56,7 @@ pub async fn capture(
     // Given back once the row is committed (or the request refused), not before: the body is
     // in memory until then.
     let mut memory = state.body_memory.account();
-    let mut read = match receive_body(state, incoming, &parts.headers, started, &mut memory).await
-    {
+    let mut read = match receive_body(state, incoming, &parts.headers, started, &mut memory).await {
         Ok(read) => read,
         Err(e) => return body_refusal(state, &bin, e),
     };

@@ -702,14 +702,7 @@ fn bad_input_exits_2_with_one_line_naming_the_problem() {
         ),
         (
             vec![
-                "send",
-                &url,
-                "--scheme",
-                "svix",
-                "--secret",
-                secret,
-                "--from",
-                &from,
+                "send", &url, "--scheme", "svix", "--secret", secret, "--from", &from,
             ],
             "--from",
         ),
