@@ -4,6 +4,7 @@
 mod api;
 mod architecture;
 mod backup;
+mod big_pages;
 mod bodies;
 mod browser;
 mod capture;
