@@ -124,6 +124,8 @@ pub struct StoreConfig {
 pub struct BinEntry {
     pub expires_at: i64,
     pub response: Option<Arc<ResponseSpec>>,
+    /// A private bin's view token hash: every read needs the token (checked without a query).
+    pub view_token_hash: Option<[u8; 32]>,
 }
 
 /// The handle every part of the server uses. Cheap to share behind an `Arc`.
@@ -266,6 +268,7 @@ impl Store {
         let entry = BinEntry {
             expires_at: bin.expires_at,
             response,
+            view_token_hash: bin.view_token_hash,
         };
         let id = bin.id.clone();
         self.write(|reply| writer::Command::CreateBin(bin, reply))
@@ -315,6 +318,7 @@ impl Store {
                 BinEntry {
                     expires_at: bin.expires_at,
                     response,
+                    view_token_hash: bin.view_token_hash,
                 },
             );
         }

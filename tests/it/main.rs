@@ -21,6 +21,7 @@ mod limits;
 mod logs;
 mod nginx;
 mod openapi;
+mod private;
 mod probe;
 mod prometheus;
 mod providers;
