@@ -67,3 +67,8 @@ bin-form-line = headers, line { $line }: expected "Name: value", got { $got }
 # The view link for a private bin, on its page.
 bin-private-label = Private · view link
 bin-private-hint = Only this link opens the bin's pages and API; the capture URL cannot. hookbin keeps only a hash of it: keep it safe.
+bin-actions = Bin actions
+bin-export-har = Export HAR
+bin-export-json = Export JSON
+bin-delete-short = Delete bin
+bin-follow = Follow newest

@@ -15,3 +15,5 @@ home-your-bin-id = your-bin-id
 home-visibility = Who can see the requests
 home-visibility-public = Anyone with the URL
 home-visibility-private = Private: only with a separate view link (the capture URL cannot read them)
+home-recent = Your recent bins
+home-recent-hint = Remembered in this browser only.

@@ -14,3 +14,5 @@ home-your-bin-id = id-вашего-бина
 home-visibility = Кто может видеть запросы
 home-visibility-public = Любой, у кого есть URL
 home-visibility-private = Только по отдельной ссылке для просмотра (по URL для приёма их прочитать нельзя)
+home-recent = Ваши недавние бины
+home-recent-hint = Запоминаются только в этом браузере.

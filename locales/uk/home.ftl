@@ -14,3 +14,5 @@ home-your-bin-id = id-вашого-біна
 home-visibility = Хто може бачити запити
 home-visibility-public = Будь-хто, хто має URL-адресу
 home-visibility-private = Лише за окремим посиланням для перегляду (за URL-адресою для приймання їх прочитати не можна)
+home-recent = Ваші нещодавні біни
+home-recent-hint = Запам'ятовуються лише в цьому браузері.
