@@ -13,8 +13,9 @@ fn received(res: &Response) -> Value {
         .headers
         .iter()
         .filter(|(n, v)| {
-            !n.eq_ignore_ascii_case("date")
-                && !(n.eq_ignore_ascii_case("connection") && v == "close")
+            let hypers_own = n.eq_ignore_ascii_case("date")
+                || (n.eq_ignore_ascii_case("connection") && v == "close");
+            !hypers_own
         })
         .map(|(n, v)| [n.to_ascii_lowercase(), v.clone()])
         .collect();
