@@ -97,3 +97,8 @@ req-verify-at-capture = Check as of capture time
 req-verify-valid-stale = Valid signature, but older than the tolerance
 req-verify-fresh-capture = The timestamp is within the tolerance of the capture time.
 req-verify-stale-hint = Tick “Check as of capture time” to judge it by when it arrived.
+# What hookbin answered the request; the reason phrase ("Too Many Requests") stays as HTTP has it.
+req-answer = Response sent
+req-answer-body = body { $size }
+req-answer-delay = after a { $ms } ms delay
+req-answer-none = Not recorded: this request was captured before hookbin kept its answers.

@@ -164,7 +164,7 @@ impl Detail {
                     .and_then(|s| s.canonical_reason())
                     .unwrap_or(""),
                 headers: a.headers_as_sent(r.id),
-                size: exact_bytes(a.body_size),
+                size: exact_bytes(a.body_size, ui),
                 delay_ms: a.delay_ms,
             }),
             content_type,
