@@ -51,10 +51,15 @@ pub async fn capture(
         .into_response();
     }
     let received_at = now_ms();
-    let Some(entry) = ids::is_valid_bin_id(bin)
-        .then(|| state.store.bin_entry(bin, received_at))
-        .flatten()
-    else {
+    let found = match ids::is_valid_bin_id(bin) {
+        true => state.store.find_bin(bin, received_at).await,
+        false => Ok(None),
+    };
+    let entry = match found {
+        Ok(entry) => entry,
+        Err(e) => return ApiError::from(e).into_response(),
+    };
+    let Some(entry) = entry else {
         state.metrics.captures_unknown_bin.fetch_add(1, Relaxed);
         return ApiError::bin_not_found().into_response();
     };

@@ -102,9 +102,9 @@ pub async fn route(state: &Arc<AppState>, req: Request<Incoming>, conn: &ConnInf
     }
 }
 
-/// Fails with 404 unless `id` names a live bin.
-pub fn live_bin(state: &AppState, id: &str, now: i64) -> Result<(), ApiError> {
-    if ids::is_valid_bin_id(id) && state.store.bin_entry(id, now).is_some() {
+/// Fails with 404 unless `id` names a live bin (on PostgreSQL, possibly one another node made).
+pub async fn live_bin(state: &AppState, id: &str, now: i64) -> Result<(), ApiError> {
+    if ids::is_valid_bin_id(id) && state.store.find_bin(id, now).await?.is_some() {
         Ok(())
     } else {
         Err(ApiError::bin_not_found())
@@ -269,7 +269,7 @@ pub fn bin_options(
 
 async fn get_bin(state: &AppState, req: &Request<Incoming>, id: &str) -> ApiResult {
     let now = now_ms();
-    live_bin(state, id, now)?;
+    live_bin(state, id, now).await?;
     let bin = state
         .store
         .get_bin(id, now)
@@ -286,7 +286,7 @@ async fn get_bin(state: &AppState, req: &Request<Incoming>, id: &str) -> ApiResu
 }
 
 async fn delete_bin(state: &AppState, id: &str) -> ApiResult {
-    live_bin(state, id, now_ms())?;
+    live_bin(state, id, now_ms()).await?;
     if !state.store.delete_bin(id).await? {
         return Err(ApiError::bin_not_found());
     }
@@ -297,7 +297,7 @@ async fn delete_bin(state: &AppState, id: &str) -> ApiResult {
 
 async fn put_response(state: &AppState, req: Request<Incoming>, id: &str) -> ApiResult {
     let now = now_ms();
-    live_bin(state, id, now)?;
+    live_bin(state, id, now).await?;
     let base = public_base(&state.config, req.headers());
     let capture = capture_base(&state.config, req.headers());
     let value = read_json(state, req).await?.ok_or_else(|| {
@@ -321,7 +321,7 @@ async fn put_response(state: &AppState, req: Request<Incoming>, id: &str) -> Api
 
 async fn delete_response(state: &AppState, id: &str) -> ApiResult {
     let now = now_ms();
-    live_bin(state, id, now)?;
+    live_bin(state, id, now).await?;
     state
         .store
         .set_response(id, None, now)
@@ -361,7 +361,7 @@ pub fn page_params(query: Option<&str>) -> Result<(usize, Option<i64>), ApiError
 }
 
 async fn list_requests(state: &AppState, req: &Request<Incoming>, bin: &str) -> ApiResult {
-    live_bin(state, bin, now_ms())?;
+    live_bin(state, bin, now_ms()).await?;
     let (limit, cursor) = page_params(req.uri().query())?;
     let (rows, next) = request_page(state, bin, cursor, limit).await?;
     let data: Vec<Value> = rows.iter().map(views::summary).collect();
@@ -392,7 +392,7 @@ pub async fn request_page(
 }
 
 async fn clear_requests(state: &AppState, bin: &str) -> ApiResult {
-    live_bin(state, bin, now_ms())?;
+    live_bin(state, bin, now_ms()).await?;
     state.store.clear_requests(bin).await?;
     Ok(body::no_content())
 }
@@ -403,7 +403,7 @@ pub async fn find_request(
     bin: &str,
     id: &str,
 ) -> Result<crate::model::StoredRequest, ApiError> {
-    live_bin(state, bin, now_ms())?;
+    live_bin(state, bin, now_ms()).await?;
     let id = request_id(id)?;
     state
         .store
@@ -423,7 +423,7 @@ async fn get_request(state: &AppState, bin: &str, id: &str) -> ApiResult {
 }
 
 async fn delete_request(state: &AppState, bin: &str, id: &str) -> ApiResult {
-    live_bin(state, bin, now_ms())?;
+    live_bin(state, bin, now_ms()).await?;
     if !state.store.delete_request(bin, request_id(id)?).await? {
         return Err(ApiError::request_not_found());
     }

@@ -235,14 +235,17 @@ async fn healthz(state: &AppState) -> Response<Body> {
 }
 
 fn metrics(state: &AppState) -> Response<Body> {
-    let db = state.store.path();
     let size = |p: &std::path::Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
-    let mut wal = db.as_os_str().to_owned();
-    wal.push("-wal");
+    // The SQLite file and its WAL; on PostgreSQL the database's size is its server's to report.
+    let database_bytes = state.store.file_path().map_or(0, |db| {
+        let mut wal = db.as_os_str().to_owned();
+        wal.push("-wal");
+        size(db) + size(std::path::Path::new(&wal))
+    });
     let gauges = Gauges {
         write_queue_depth: state.store.queue_depth(),
         live_bins: state.store.bin_count(),
-        database_bytes: size(db) + size(std::path::Path::new(&wal)),
+        database_bytes,
         open_connections: state.open_connections.load(Ordering::Relaxed),
         body_memory_bytes: state.body_memory.used(),
     };

@@ -40,7 +40,7 @@ pub async fn stream(
     bin: &str,
     conn: &ConnInfo,
 ) -> Result<Response<super::body::Body>, ApiError> {
-    live_bin(state, bin, now_ms())?;
+    live_bin(state, bin, now_ms()).await?;
     let last = last_event_id(req)?;
     // Held by the feeding task: the client's stream count drops when the stream ends.
     let ip = client_ip(&state.config, conn.peer, req.headers());

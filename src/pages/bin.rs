@@ -252,7 +252,7 @@ async fn render_page(
     rejected: Option<ResponseForm>,
 ) -> PageResult {
     let now = now_ms();
-    live_bin(state, bin_id, now)?;
+    live_bin(state, bin_id, now).await?;
     let bin: Bin = state
         .store
         .get_bin(bin_id, now)
@@ -339,7 +339,7 @@ async fn render_page(
 
 pub async fn delete_bin(state: &Arc<AppState>, req: Request<Incoming>, bin: &str) -> PageResult {
     read_form(state, req).await?;
-    live_bin(state, bin, now_ms())?;
+    live_bin(state, bin, now_ms()).await?;
     if state.store.delete_bin(bin).await? {
         state
             .metrics
@@ -352,7 +352,7 @@ pub async fn delete_bin(state: &Arc<AppState>, req: Request<Incoming>, bin: &str
 
 pub async fn clear(state: &Arc<AppState>, req: Request<Incoming>, bin: &str) -> PageResult {
     read_form(state, req).await?;
-    live_bin(state, bin, now_ms())?;
+    live_bin(state, bin, now_ms()).await?;
     state.store.clear_requests(bin).await?;
     Ok(see_other(&format!("/bins/{bin}")))
 }
@@ -361,7 +361,7 @@ pub async fn set_response(state: &Arc<AppState>, req: Request<Incoming>, bin: &s
     let headers = req.headers().clone();
     let form = read_form(state, req).await?;
     let now = now_ms();
-    live_bin(state, bin, now)?;
+    live_bin(state, bin, now).await?;
     let mut typed = ResponseForm::from_form(&form);
     match typed.to_spec(bin) {
         Ok(spec) => {
@@ -392,7 +392,7 @@ pub async fn clear_response(
 ) -> PageResult {
     read_form(state, req).await?;
     let now = now_ms();
-    live_bin(state, bin, now)?;
+    live_bin(state, bin, now).await?;
     state.store.set_response(bin, None, now).await?;
     Ok(see_other(&format!("/bins/{bin}#response")))
 }

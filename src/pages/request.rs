@@ -221,7 +221,7 @@ pub async fn delete(
     id: &str,
 ) -> PageResult {
     read_form(state, req).await?;
-    live_bin(state, bin, now_ms())?;
+    live_bin(state, bin, now_ms()).await?;
     let id = ids::parse_request_id(id)
         .ok_or_else(|| PageError::not_found("This bin has no such request."))?;
     // Already gone (deleted in another tab, or evicted) is fine: the list is what the user wants.

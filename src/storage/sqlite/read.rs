@@ -9,9 +9,9 @@ use std::sync::{Arc, Mutex};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use tokio::sync::Semaphore;
 
-use super::{BinEntry, StoreError, headers, schema};
+use super::schema;
 use crate::model::{Bin, RequestSummary, StoredRequest};
-use crate::response::ResponseSpec;
+use crate::storage::{BinEntry, StoreError, headers};
 
 #[derive(Debug)]
 pub struct ReadPool {
@@ -83,24 +83,7 @@ pub fn live_bins(conn: &Connection, now: i64) -> Result<HashMap<String, BinEntry
     let mut bins = HashMap::new();
     for row in rows {
         let (id, expires_at, response) = row?;
-        let response = response.and_then(|json| {
-            let noted = |e: crate::response::SpecError| {
-                tracing::warn!(
-                    bin_id = %id,
-                    "custom response: {e}; that header is no longer sent"
-                );
-            };
-            match ResponseSpec::from_stored_noting(&json, &id, noted) {
-                Ok(spec) => Some(Arc::new(spec)),
-                Err(e) => {
-                    tracing::warn!(
-                        bin_id = %id,
-                        "custom response cannot be read ({e}); the bin answers 200 ok instead"
-                    );
-                    None
-                }
-            }
-        });
+        let response = response.and_then(|json| crate::storage::stored_response(&id, &json));
         bins.insert(
             id,
             BinEntry {

@@ -22,19 +22,15 @@ use std::sync::Arc;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use tokio::sync::{mpsc, oneshot};
 
-use super::StoreError;
 use super::checkpoint::{WalSize, checkpoint};
 use crate::events::EventHub;
-use crate::model::{Bin, RequestSummary, StoredRequest};
+use crate::model::{Bin, RequestSummary};
+use crate::storage::{CaptureOutcome, CaptureReply, NewCapture, ReapProgress, StoreError};
 
 /// Operations per transaction at most; bounds how long one commit keeps callers waiting.
 pub const MAX_BATCH: usize = 512;
 
 pub type Reply<T> = oneshot::Sender<Result<T, StoreError>>;
-
-/// A capture's answer carries the capture back: its buffers are then freed by the waiting task,
-/// not by this thread, which is the one every capture waits for (freeing was 14% of its time).
-pub type CaptureReply = oneshot::Sender<(Result<CaptureOutcome, StoreError>, Box<NewCapture>)>;
 
 #[derive(Debug)]
 pub enum Op {
@@ -84,35 +80,6 @@ pub enum Command {
         budget: usize,
         reply: Reply<ReapProgress>,
     },
-}
-
-/// A request to store, with the columns derived from it prepared by the caller (off the writer
-/// thread, which is the bottleneck under load).
-#[derive(Debug)]
-pub struct NewCapture {
-    pub request: StoredRequest,
-    /// `headers::encode(&request.headers)`.
-    pub headers_blob: Vec<u8>,
-    pub content_type: Option<String>,
-    pub max_per_bin: u64,
-}
-
-/// The result of a capture, known only after its batch committed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CaptureOutcome {
-    /// Stored under this request id; `evicted` older requests were dropped to respect the cap.
-    Stored { id: i64, evicted: u64 },
-    /// The bin was deleted or expired before the row could be written; nothing stored.
-    BinGone,
-}
-
-/// What one reaping step did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ReapProgress {
-    pub requests_deleted: u64,
-    pub bins_deleted: Vec<String>,
-    /// True when no expired bin is left.
-    pub done: bool,
 }
 
 pub fn run(
@@ -582,6 +549,7 @@ fn reap(conn: &Connection, now: i64, budget: usize) -> rusqlite::Result<ReapProg
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::StoredRequest;
     use crate::storage::Synchronous;
 
     const BIN: &str = "b1";
