@@ -19,7 +19,10 @@ CREATE TABLE bins (
     -- The newest request id (bin_requests.seq) ever given in this bin, even if that request was
     -- deleted since: the next capture gets this + 1. Writers lock the bin's row (FOR UPDATE)
     -- while they number its captures, so two nodes never give the same id.
-    last_request_id bigint  NOT NULL DEFAULT 0
+    last_request_id bigint  NOT NULL DEFAULT 0,
+    -- Stored bytes of the bin's requests (body + headers columns), kept by the writers for
+    -- --max-bin-bytes, like request_count for the per-bin cap.
+    bytes_used      bigint  NOT NULL DEFAULT 0
 );
 
 -- The reaper walks bins by expiry.

@@ -1,4 +1,4 @@
--- hookbin database schema, version 2 (`PRAGMA user_version`).
+-- hookbin database schema, version 3 (`PRAGMA user_version`).
 --
 -- Embedded in the binary (src/storage/schema.rs) and applied in one transaction when the database
 -- file is new; a file made by an older hookbin is brought up to this version by the migrations in
@@ -15,7 +15,9 @@ CREATE TABLE bins (
     -- The newest request id (bin_requests.seq) ever given in this bin, even if that request was
     -- deleted since: the next capture gets this + 1, so a request id (and an event stream's
     -- Last-Event-ID) always means the same request.
-    last_request_id INTEGER NOT NULL DEFAULT 0
+    last_request_id INTEGER NOT NULL DEFAULT 0,
+    -- Stored body + header bytes of the bin's requests, kept by the writer for --max-bin-bytes.
+    bytes_used    INTEGER NOT NULL DEFAULT 0
 ) WITHOUT ROWID;
 
 -- The reaper walks bins by expiry.

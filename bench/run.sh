@@ -9,7 +9,7 @@
 #   hookbin-bigcap  hookbin with --max-requests-per-bin $BENCH_BIG_CAP (no eviction; every row stays)
 # and drives each with wrk (1 KiB JSON POST to one bin), rounds alternating between servers.
 # Then: (a) the bin page of a bin holding 1000 requests, (b) capture latency while the reaper
-# deletes 100 expired bins x 1000 requests.
+# deletes 100 expired bins x 1000 requests, (c) searches (?q=) over a bin of 1000 requests of 10 KiB.
 set -euo pipefail
 
 BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -22,9 +22,10 @@ WARMUP=${BENCH_WARMUP:-2s}               # per server before round 1 (counted in
 CONNS=${BENCH_CONNECTIONS:-50}
 THREADS=${BENCH_THREADS:-2}
 SERVERS=${BENCH_SERVERS:-bare sqlite hookbin hookbin-bigcap}
-SECTIONS=${BENCH_SECTIONS:-throughput page reap}
+SECTIONS=${BENCH_SECTIONS:-throughput page reap search}
 BIG_CAP=${BENCH_BIG_CAP:-10000000}
 PAGE_REQUESTS=${BENCH_PAGE_REQUESTS:-200}
+SEARCH_REQUESTS=${BENCH_SEARCH_REQUESTS:-50}   # per query
 REAP_BINS=${BENCH_REAP_BINS:-100}
 REAP_PER_BIN=${BENCH_REAP_PER_BIN:-1000}
 REAP_TTL=${BENCH_REAP_TTL:-auto}         # seconds the reaped bins live; auto = from the measured rate
@@ -57,7 +58,7 @@ hr() { say ""; say "== $* =="; }
 die() { say "bench: $*" >&2; exit 1; }
 
 need_hookbin=0
-if has "$SECTIONS" page || has "$SECTIONS" reap; then need_hookbin=1; fi
+if has "$SECTIONS" page || has "$SECTIONS" reap || has "$SECTIONS" search; then need_hookbin=1; fi
 if has "$SECTIONS" throughput && { has "$SERVERS" hookbin || has "$SERVERS" hookbin-bigcap; }; then need_hookbin=1; fi
 
 # ---------------------------------------------------------------------------------------------
@@ -640,6 +641,53 @@ if has "$SECTIONS" reap; then
     if ((gone == REAP_BINS)) && lt "$worst" 50; then v=PASS; else v=FAIL; fi
     [[ -n ${rname:-} ]] && ((done_after < 0)) && v=FAIL
     goal $v "capture p99 < 50 ms while reaping $total requests: worst ${REAP_SLICE} s slice p99 $worst ms (max latency $(maxof "${slice_max[@]}") ms)"
+fi
+
+# ---------------------------------------------------------------------------------------------
+if has "$SECTIONS" search; then
+    hr "search: GET /api/bins/{bin}/requests?q=... over 1000 requests of 10 KiB, $SEARCH_REQUESTS per query"
+    start_hookbin hookbin-search
+    addr=${ADDR[hookbin-search]}
+    bin=$(create_bin "$addr")
+    # 1000 JSON bodies of 10 KiB, each different (a counter and a varying note), over one
+    # keep-alive connection; the default cap is 1000.
+    cfg=$WORK/search-fill.curl
+    : >"$cfg"
+    filler=$(head -c 10000 /dev/zero | tr '\0' x)
+    for i in $(seq 1 1000); do
+        body='{"type":"invoice.paid","n":'$i',"customer":"cus_'$((i * 7919 % 100000))'","note":"'${filler:0:$((10240 - 64 - ${#i} * 2))}'","tail":'$i'}'
+        printf '%s' "$body" >"$WORK/search-$i.json"
+        # Per-URL options, so every group repeats them (`next` starts a fresh set).
+        printf 'url = "http://%s/r/%s/hooks/%d?attempt=1"\noutput = "/dev/null"\ndata-binary = "@%s"\n' \
+            "$addr" "$bin" "$i" "$WORK/search-$i.json" >>"$cfg"
+        printf 'header = "Content-Type: application/json"\nwrite-out = "%%{http_code}\\n"\n' >>"$cfg"
+        if ((i < 1000)); then printf 'next\n' >>"$cfg"; fi
+    done
+    curl -s -K "$cfg" |
+        sort | uniq -c | sed 's/^/fill answers: /'
+    rm -f "$WORK"/search-*.json
+    say "request_count: $(bin_count "$addr" "$bin"), body size $(curl -s "http://$addr/api/bins/$bin/requests?limit=1" | json_num body_size "$(cat)") bytes"
+    worst=0
+    # Full scans (nothing matches, every body read), a body term that matches early, and a
+    # header-only term (no body read).
+    for q in 'body:no-such-text' 'zebra' 'method:post%20-path:hooks/5%20body:cus_7919' 'header:content-type=json'; do
+        cfg=$WORK/search.curl
+        : >"$cfg"
+        for _ in $(seq 1 "$SEARCH_REQUESTS"); do
+            printf 'url = "http://%s/api/bins/%s/requests?q=%s"\noutput = "/dev/null"\n' "$addr" "$bin" "$q" >>"$cfg"
+        done
+        curl -s -K "$cfg" -w '%{http_code} %{time_starttransfer} %{time_total}\n' >"$WORK/search.times"
+        non200=$(awk '$1 != 200' "$WORK/search.times" | wc -l)
+        p50=$(awk '{ print $3 * 1000 }' "$WORK/search.times" | sort -g | awk '{ v[NR] = $1 } END { printf "%.2f", v[int(NR * 0.5 + 0.999999)] }')
+        p99=$(awk '{ print $3 * 1000 }' "$WORK/search.times" | sort -g | awk '{ v[NR] = $1 } END { printf "%.2f", v[int(NR * 0.99 + 0.999999)] }')
+        hits=$(curl -s "http://$addr/api/bins/$bin/requests?q=$q&limit=500" | grep -o '"id":' | wc -l)
+        printf '%-50s %6s matches  p50 %8s ms  p99 %8s ms  (%s non-200)\n' "q=$q" "$hits" "$p50" "$p99" "$non200"
+        ((non200 == 0)) || worst=999999
+        lt "$worst" "$p99" && worst=$p99
+    done
+    if lt "$worst" 50; then v=PASS; else v=FAIL; fi
+    goal $v "search over 1000 requests of 10 KiB < 50 ms: worst query p99 $worst ms"
+    stop_server hookbin-search
 fi
 
 # ---------------------------------------------------------------------------------------------

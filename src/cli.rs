@@ -157,6 +157,17 @@ pub struct ServeArgs {
     #[arg(long, env = "HOOKBIN_MAX_REQUESTS_PER_BIN", value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
     pub max_requests_per_bin: u64,
 
+    /// Bytes kept per bin (stored bodies and headers); its oldest requests are evicted beyond
+    /// this, like the request count cap. The newest request is always kept.
+    #[arg(long, env = "HOOKBIN_MAX_BIN_BYTES", value_name = "N", default_value_t = 104_857_600, value_parser = clap::value_parser!(u64).range(1..=(1u64 << 50)))]
+    pub max_bin_bytes: u64,
+
+    /// Bytes the whole database may use; beyond it captures answer 507 storage_full (nothing
+    /// recorded) until deletes or the reaper make room. Reads and deletes keep working. Off
+    /// unless set.
+    #[arg(long, env = "HOOKBIN_MAX_DB_BYTES", value_name = "N", value_parser = clap::value_parser!(u64).range(65_536..=(1u64 << 60)))]
+    pub max_db_bytes: Option<u64>,
+
     /// Largest request head (request line and headers); a larger one is answered 431, not recorded.
     #[arg(long, env = "HOOKBIN_MAX_HEADER_BYTES", value_name = "N", default_value_t = 65_536, value_parser = clap::value_parser!(u64).range(1024..=16_777_216))]
     pub max_header_bytes: u64,
@@ -269,6 +280,18 @@ pub struct ForwardArgs {
     /// self-signed certificate); the bundled web PKI roots are trusted as well.
     #[arg(long, value_name = "PATH")]
     pub ca_cert: Option<PathBuf>,
+}
+
+impl From<&ForwardArgs> for crate::forward::Options {
+    fn from(args: &ForwardArgs) -> Self {
+        Self {
+            bin_url: args.bin_url.clone(),
+            to: args.to.clone(),
+            once: args.once,
+            timeout: args.timeout,
+            ca_cert: args.ca_cert.clone(),
+        }
+    }
 }
 
 /// What `send` and `probe` both need: the scheme, the secret, the payload and the request's

@@ -26,6 +26,10 @@ pub struct Config {
     /// Most bytes a body is decoded to (views, `?decode=1`, search).
     pub max_decoded_bytes: usize,
     pub max_requests_per_bin: u64,
+    /// `--max-bin-bytes`: stored bytes per bin before its oldest requests are evicted.
+    pub max_bin_bytes: u64,
+    /// `--max-db-bytes`: captures answer 507 while the database uses more.
+    pub max_db_bytes: Option<u64>,
     pub max_header_bytes: usize,
     pub trust_proxy: bool,
     pub header_timeout: Duration,
@@ -44,7 +48,7 @@ pub struct Config {
 }
 
 /// The host of `--capture-url`: bin URLs are `{base}/r/{bin}`, and requests are told apart by
-/// the host they name (see [`crate::http::client::is_capture_host`]).
+/// the host they name (see [`crate::web::client::is_capture_host`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CaptureHost {
     /// `scheme://host[:port]`, as given, without a trailing slash.
@@ -61,18 +65,15 @@ impl CaptureHost {
     /// `http(s)://host[:port]`, nothing after the authority but an optional `/`.
     pub fn parse(s: &str) -> Result<CaptureHost, String> {
         let base = parse_public_url(s)?;
-        let (scheme, rest) = base.split_once("://").expect("checked by parse_public_url");
-        if rest.contains('/') {
+        let url = HttpUrl::parse_base(&base).map_err(|e| e.to_string())?;
+        if !url.prefix().is_empty() {
             return Err(
                 "must be scheme://host[:port], without a path (captures are served at /r/)".into(),
             );
         }
-        let default_port = if scheme.eq_ignore_ascii_case("https") {
-            443
-        } else {
-            80
-        };
-        let (host, port) = split_authority(rest, default_port)
+        let default_port = if url.is_https() { 443 } else { 80 };
+        // Normalized as `Host` headers are compared ([`split_authority`]).
+        let (host, port) = split_authority(url.authority(), default_port)
             .ok_or_else(|| "has no valid host[:port]".to_owned())?;
         Ok(CaptureHost {
             base,
@@ -148,8 +149,9 @@ impl TryFrom<&ServeArgs> for Config {
             Some(u) => Some(CaptureHost::parse(u).map_err(|r| bad("--capture-url", u, &r))?),
         };
         if let (Some(capture), Some(public)) = (&capture, &public_url) {
-            let inspector = public.split_once("://").map_or("", |(_, rest)| rest);
-            if capture.is(inspector.split('/').next().unwrap_or_default()) {
+            let inspector =
+                HttpUrl::parse(public).map_err(|e| bad("--public-url", public, &e.to_string()))?;
+            if capture.is(inspector.authority()) {
                 return Err(bad(
                     "--capture-url",
                     &capture.base,
@@ -176,6 +178,8 @@ impl TryFrom<&ServeArgs> for Config {
                 )
             })?,
             max_requests_per_bin: args.max_requests_per_bin,
+            max_bin_bytes: args.max_bin_bytes,
+            max_db_bytes: args.max_db_bytes,
             max_header_bytes: args.max_header_bytes as usize,
             trust_proxy: args.trust_proxy,
             header_timeout: args.header_timeout,

@@ -45,18 +45,128 @@ pub fn parse_request_id(s: &str) -> Option<i64> {
     s.parse().ok().filter(|&n| n > 0)
 }
 
+/// A bin id that passed [`BinId::parse`] (or a fresh [`BinId::new`]): the handlers parse the
+/// path once, and everything past them (the use cases in `bins`, capture) takes this type, never
+/// a bare string.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct BinId(String);
+
+impl BinId {
+    /// A fresh, unguessable bin id ([`new_bin_id`]).
+    #[allow(clippy::new_without_default)] // a default would hide the randomness
+    pub fn new() -> Self {
+        Self(new_bin_id())
+    }
+
+    /// `s` if it can be a bin id at all ([`is_valid_bin_id`]); whether the bin exists is the
+    /// store's business.
+    pub fn parse(s: &str) -> Option<Self> {
+        is_valid_bin_id(s).then(|| Self(s.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    pub fn into_string(self) -> String {
+        self.0
+    }
+}
+
+impl std::fmt::Display for BinId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl AsRef<str> for BinId {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+/// A request id: the row id the writer assigned (unique, increasing with arrival). Written as
+/// its decimal text in URLs, JSON and headers, and parsed from it once ([`RequestId::parse`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RequestId(i64);
+
+impl RequestId {
+    /// The id of a capture not committed yet: the writer assigns the real one.
+    pub const PENDING: RequestId = RequestId(0);
+
+    /// A request id as issued (`"42"`), see [`parse_request_id`].
+    pub fn parse(s: &str) -> Option<Self> {
+        parse_request_id(s).map(Self)
+    }
+
+    /// The id of a stored row, as the database numbers it.
+    pub fn from_row(id: i64) -> Self {
+        Self(id)
+    }
+
+    /// The row id, for the database and for arithmetic (stream and export positions).
+    pub fn get(self) -> i64 {
+        self.0
+    }
+}
+
+impl std::fmt::Display for RequestId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// As the API has always written it: a JSON string (`"42"`), opaque to clients.
+impl serde::Serialize for RequestId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
 const CURSOR_PREFIX: &str = "before:";
 
 /// An opaque cursor for "requests older than `id`".
-pub fn encode_cursor(id: i64) -> String {
+pub fn encode_cursor(id: RequestId) -> String {
     URL_SAFE_NO_PAD.encode(format!("{CURSOR_PREFIX}{id}"))
 }
 
 /// The request id inside a cursor this server issued, or `None` for anything else.
-pub fn decode_cursor(cursor: &str) -> Option<i64> {
+pub fn decode_cursor(cursor: &str) -> Option<RequestId> {
     let raw = URL_SAFE_NO_PAD.decode(cursor).ok()?;
     let text = std::str::from_utf8(&raw).ok()?;
-    parse_request_id(text.strip_prefix(CURSOR_PREFIX)?)
+    RequestId::parse(text.strip_prefix(CURSOR_PREFIX)?)
+}
+
+/// A cursor for "requests older than `id` that match `q`": the query's fingerprint rides
+/// along, so a cursor handed out for one `q` is refused with another (it would skip requests
+/// silently). Without a query it is the plain [`encode_cursor`].
+pub fn encode_search_cursor(id: RequestId, q: &str) -> String {
+    if q.is_empty() {
+        return encode_cursor(id);
+    }
+    URL_SAFE_NO_PAD.encode(format!("{CURSOR_PREFIX}{id};q={:016x}", fingerprint(q)))
+}
+
+/// The request id inside a cursor issued for `q` by [`encode_search_cursor`]; `None` for a
+/// forgery or a cursor of another query.
+pub fn decode_search_cursor(cursor: &str, q: &str) -> Option<RequestId> {
+    if q.is_empty() {
+        return decode_cursor(cursor);
+    }
+    let raw = URL_SAFE_NO_PAD.decode(cursor).ok()?;
+    let text = std::str::from_utf8(&raw).ok()?;
+    let (id, print) = text.strip_prefix(CURSOR_PREFIX)?.split_once(";q=")?;
+    (print == format!("{:016x}", fingerprint(q)))
+        .then(|| RequestId::parse(id))
+        .flatten()
+}
+
+/// FNV-1a over the query text: stable across builds and processes (std's hasher is not),
+/// and a cursor is no secret, so no keyed hash is needed.
+fn fingerprint(q: &str) -> u64 {
+    q.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
 }
 
 #[cfg(test)]
@@ -101,6 +211,17 @@ mod tests {
     }
 
     #[test]
+    fn typed_ids_parse_once_and_print_as_issued() {
+        let bin = BinId::parse("0123456789abcdefghij").unwrap();
+        assert_eq!(bin.to_string(), "0123456789abcdefghij");
+        assert_eq!(BinId::parse("Not-A-Bin"), None);
+        assert!(is_valid_bin_id(BinId::new().as_str()));
+        assert_eq!(RequestId::parse("42").map(RequestId::get), Some(42));
+        assert_eq!(RequestId::parse("42").unwrap().to_string(), "42");
+        assert_eq!(RequestId::parse("042"), None);
+    }
+
+    #[test]
     fn request_ids() {
         assert_eq!(parse_request_id("42"), Some(42));
         for s in ["", "0", "042", "-1", "+1", "1e3", "99999999999999999999"] {
@@ -110,9 +231,31 @@ mod tests {
 
     #[test]
     fn cursors_round_trip_and_reject_forgeries() {
-        assert_eq!(decode_cursor(&encode_cursor(1234)), Some(1234));
+        let id = RequestId::from_row(1234);
+        assert_eq!(decode_cursor(&encode_cursor(id)), Some(id));
         assert_eq!(decode_cursor("1234"), None);
         assert_eq!(decode_cursor(&URL_SAFE_NO_PAD.encode("after:5")), None);
         assert_eq!(decode_cursor("!!!"), None);
+    }
+
+    #[test]
+    fn search_cursors_belong_to_their_query() {
+        let c = encode_search_cursor(RequestId(77), "method:post body:paid");
+        assert_eq!(
+            decode_search_cursor(&c, "method:post body:paid"),
+            Some(RequestId(77))
+        );
+        assert_eq!(decode_search_cursor(&c, "method:post"), None);
+        assert_eq!(decode_search_cursor(&c, ""), None);
+        assert_eq!(decode_cursor(&c), None);
+        // Without a query the cursor is the list's own.
+        assert_eq!(
+            encode_search_cursor(RequestId(5), ""),
+            encode_cursor(RequestId(5))
+        );
+        assert_eq!(
+            decode_search_cursor(&encode_cursor(RequestId(5)), "x"),
+            None
+        );
     }
 }

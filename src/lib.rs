@@ -3,12 +3,16 @@
 //! Module map, top to bottom (imports only point down; docs/ARCHITECTURE.md has the arrows and
 //! the path of a captured request):
 //! - [`cli`], [`config`]: flags, then validated settings; clap types stop at `config` (and the
-//!   client subcommands, whose flags are their input).
+//!   `send` subcommands, whose flags are their input; `forward` takes `forward::Options`).
 //! - [`run`] (here): the server's start and graceful stop; [`server`]: the accept loop and the
 //!   connections; [`shutdown`]: the stop signal; [`state`]: what every handler shares,
 //!   including the task tracker every server task runs on.
-//! - [`http`]: routing, the JSON API, the event stream, exports; [`capture`]: recording
-//!   `/r/{bin}`; [`pages`]: the server-rendered inspector pages and static assets.
+//! - [`router`]: the front door (access log, per-client slot, dispatch by path) over
+//!   [`http`] (the JSON API, capture of `/r/{bin}`, the event stream, exports, `/healthz`,
+//!   `/metrics`) and [`pages`] (the server-rendered inspector and static assets), which never
+//!   call each other: both run their use cases through [`bins`] (live-bin check, admission,
+//!   create, paging, find and delete, recording a capture) and share [`web`] (bodies, the error
+//!   shape, the client's address and origin).
 //! - [`reaper`]: deletes expired bins; [`metrics`]; [`limits`], [`ratelimit`]: what one client
 //!   may hold, the body memory budget, bin creation per address.
 //! - [`storage`]: SQLite (one writer thread with group commit, a read-only pool, the in-memory
@@ -22,7 +26,7 @@
 //!   `HeaderMap` loses), [`wire`] (HTTP/1 rules and [`wire::url::HttpUrl`], the one URL type),
 //!   [`model`], [`ids`], [`clock`].
 
-pub mod capture;
+pub mod bins;
 pub mod cli;
 pub mod client;
 pub mod clock;
@@ -42,6 +46,7 @@ pub mod rawhead;
 pub mod reaper;
 pub mod render;
 pub mod response;
+pub mod router;
 pub mod search;
 pub mod send;
 pub mod server;
@@ -50,6 +55,7 @@ pub mod signing;
 pub mod state;
 pub mod storage;
 pub mod verify;
+pub mod web;
 pub mod wire;
 
 use std::future::Future;

@@ -15,7 +15,7 @@
 //! With `--trust-proxy` every connection comes from the proxy, so the peer says nothing about
 //! the client and the connection cap is not applied: nginx's `limit_conn` does that job (see
 //! `nginx/hookbin.conf`). The caps on streams and on requests in flight are keyed by the address
-//! hookbin records ([`crate::http::client::client_ip`], `X-Real-IP` behind the proxy), so they
+//! hookbin records ([`crate::web::client::client_ip`], `X-Real-IP` behind the proxy), so they
 //! hold either way, and they bound the upstream connections one client can keep busy (each
 //! stream or request in flight holds one) well below `--max-connections`.
 //!

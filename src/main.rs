@@ -132,10 +132,11 @@ fn forward(args: &hookbin::cli::ForwardArgs) -> ExitCode {
     let Some(runtime) = runtime(tokio::runtime::Builder::new_current_thread()) else {
         return ExitCode::FAILURE;
     };
+    let options = hookbin::forward::Options::from(args);
     let result = runtime.block_on(async {
         let mut stdout = std::io::stdout();
         tokio::select! {
-            result = hookbin::forward::run(args, &mut stdout) => Some(result),
+            result = hookbin::forward::run(&options, &mut stdout) => Some(result),
             _ = hookbin::shutdown::os_signal() => None,
         }
     });

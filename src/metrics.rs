@@ -17,6 +17,7 @@ pub struct Metrics {
     pub requests_truncated: AtomicU64,
     pub requests_evicted: AtomicU64,
     pub captures_rejected_queue_full: AtomicU64,
+    pub captures_rejected_storage_full: AtomicU64,
     pub captures_unknown_bin: AtomicU64,
     pub bins_created: AtomicU64,
     pub bins_deleted: AtomicU64,
@@ -41,6 +42,10 @@ pub struct Gauges {
     pub write_queue_depth: usize,
     pub live_bins: usize,
     pub database_bytes: u64,
+    /// Pages in use (free pages excluded): what `--max-db-bytes` is compared with.
+    pub database_used_bytes: u64,
+    /// `--max-db-bytes`, when set.
+    pub database_limit_bytes: Option<u64>,
     pub open_connections: usize,
     pub body_memory_bytes: u64,
 }
@@ -61,7 +66,7 @@ impl Metrics {
 
     pub fn render(&self, g: Gauges) -> String {
         let mut out = String::with_capacity(4096);
-        let counters: [(&str, &str, &AtomicU64); 12] = [
+        let counters: [(&str, &str, &AtomicU64); 13] = [
             (
                 "hookbin_requests_captured_total",
                 "Requests captured and committed.",
@@ -74,13 +79,18 @@ impl Metrics {
             ),
             (
                 "hookbin_requests_evicted_total",
-                "Requests dropped because their bin reached --max-requests-per-bin.",
+                "Requests dropped because their bin reached --max-requests-per-bin or --max-bin-bytes.",
                 &self.requests_evicted,
             ),
             (
                 "hookbin_captures_rejected_queue_full_total",
                 "Captures answered 503 because the write queue was full.",
                 &self.captures_rejected_queue_full,
+            ),
+            (
+                "hookbin_captures_rejected_storage_full_total",
+                "Captures answered 507 because the disk was full or --max-db-bytes was reached.",
+                &self.captures_rejected_storage_full,
             ),
             (
                 "hookbin_captures_unknown_bin_total",
@@ -130,7 +140,7 @@ impl Metrics {
                 value.load(Relaxed)
             );
         }
-        let gauges: [(&str, &str, u64); 5] = [
+        let gauges: [(&str, &str, u64); 6] = [
             (
                 "hookbin_write_queue_depth",
                 "Writes waiting for the database writer.",
@@ -147,6 +157,11 @@ impl Metrics {
                 g.database_bytes,
             ),
             (
+                "hookbin_database_used_bytes",
+                "Bytes of database pages holding data (free pages excluded); compared with --max-db-bytes.",
+                g.database_used_bytes,
+            ),
+            (
                 "hookbin_open_connections",
                 "Client connections being served.",
                 g.open_connections as u64,
@@ -161,6 +176,13 @@ impl Metrics {
             let _ = writeln!(
                 out,
                 "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {value}"
+            );
+        }
+        if let Some(limit) = g.database_limit_bytes {
+            let name = "hookbin_database_limit_bytes";
+            let _ = writeln!(
+                out,
+                "# HELP {name} --max-db-bytes: captures answer 507 beyond it.\n# TYPE {name} gauge\n{name} {limit}"
             );
         }
         self.render_histogram(&mut out);

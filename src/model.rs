@@ -4,6 +4,8 @@
 //! the signature verifier read them. Captured bytes stay bytes here (`Vec<u8>`): anything that needs
 //! text decides for itself how to show bytes that are not UTF-8.
 
+use crate::ids::RequestId;
+
 /// One header line exactly as received: name as the sender spelled it, value as raw bytes
 /// (HTTP allows obs-text, so a value need not be UTF-8).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,8 +49,8 @@ pub struct Bin {
 /// A captured request, complete: what the writer stores and the API returns.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredRequest {
-    /// Opaque request id (the decimal row id: unique, increasing with arrival).
-    pub id: String,
+    /// The row id (unique, increasing with arrival); [`RequestId::PENDING`] until committed.
+    pub id: RequestId,
     pub bin_id: String,
     /// As received, including non-standard methods such as `PROPFIND`.
     pub method: String,
@@ -94,7 +96,7 @@ impl StoredRequest {
         body: &[u8],
     ) -> Self {
         StoredRequest {
-            id: "1".into(),
+            id: RequestId::from_row(1),
             bin_id: bin.into(),
             method: "POST".into(),
             path: format!("/r/{bin}{subpath}"),
@@ -117,7 +119,7 @@ impl StoredRequest {
 /// What the request list shows: a [`StoredRequest`] without headers and body.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RequestSummary {
-    pub id: String,
+    pub id: RequestId,
     pub bin_id: String,
     pub method: String,
     pub path: String,
@@ -133,7 +135,7 @@ pub struct RequestSummary {
 impl From<&StoredRequest> for RequestSummary {
     fn from(r: &StoredRequest) -> Self {
         Self {
-            id: r.id.clone(),
+            id: r.id,
             bin_id: r.bin_id.clone(),
             method: r.method.clone(),
             path: r.path.clone(),

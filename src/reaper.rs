@@ -123,7 +123,7 @@ mod tests {
                     received_at: 1,
                     ..StoredRequest::sample::<&[u8]>(id, "", "", &[], b"x")
                 };
-                let pending = state.store.try_capture(request, 1000).unwrap();
+                let pending = state.store.try_capture(request, 1000, u64::MAX).unwrap();
                 let outcome = pending.outcome().await.unwrap();
                 assert!(
                     matches!(outcome, CaptureOutcome::Stored { .. }),

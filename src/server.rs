@@ -20,10 +20,11 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
-use crate::http::{self, ConnInfo};
 use crate::limits::Slot;
 use crate::rawhead::{HeadTap, TappedStream};
+use crate::router;
 use crate::state::AppState;
+use crate::web::ConnInfo;
 
 /// How long a graceful stop waits for in-flight requests.
 pub const GRACE: Duration = Duration::from_secs(30);
@@ -123,7 +124,7 @@ async fn serve_connection(
     let service = service_fn(move |req| {
         let state = service_state.clone();
         let info = info.clone();
-        async move { Ok::<_, Infallible>(http::handle(state, req, info).await) }
+        async move { Ok::<_, Infallible>(router::handle(state, req, info).await) }
     });
     let conn = builder.serve_connection(io, service);
     tokio::pin!(conn);

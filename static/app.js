@@ -196,6 +196,8 @@
     return;
   }
   const bin = list.dataset.bin;
+  // The search of this page (`?q=`): the server filters the list and the stream with it.
+  const query = list.dataset.q || '';
   const pane = list.closest('.list-pane');
   const tpl = $('#row-template');
   let selectSeq = 0;
@@ -266,7 +268,8 @@
   const HEAD = $('.list-head h2');
   const liveBadge = document.createElement('span');
   liveBadge.className = 'live off';
-  liveBadge.textContent = 'connecting';
+  // No stream (a search that does not parse): nothing is live until it is fixed.
+  liveBadge.textContent = list.dataset.stream ? 'connecting' : 'paused';
   HEAD.appendChild(liveBadge);
   let pointerInList = false;
   // Rows that arrived while the pointer rested on the list: inserting them would move the row
@@ -296,7 +299,7 @@
     li.dataset.id = s.id;
     li.classList.add('new');
     const link = li.querySelector('a');
-    link.href = `/bins/${encodeURIComponent(bin)}?req=${encodeURIComponent(s.id)}`;
+    link.href = `/bins/${encodeURIComponent(bin)}?req=${encodeURIComponent(s.id)}${query ? `&q=${encodeURIComponent(query)}` : ''}`;
     const method = li.querySelector('.method');
     method.textContent = s.method;
     method.className = `method ${METHOD_CLASS[s.method] || 'm-other'}`;
@@ -395,7 +398,8 @@
   const live = list.dataset.live === 'true';
   const seen = new Set($$('li.row', list).map((li) => li.dataset.id));
   let newer = 0;
-  if (window.EventSource) {
+  let hiddenByFilter = 0;
+  if (window.EventSource && list.dataset.stream) {
     const events = new EventSource(list.dataset.stream);
     events.addEventListener('open', () => {
       liveBadge.textContent = 'live';
@@ -418,11 +422,26 @@
       if (seen.has(String(s.id))) return;
       seen.add(String(s.id));
       const li = buildRow(s);
+      const noMatch = $('#no-match');
+      if (noMatch) noMatch.remove();
       arrive(li);
       bumpCount();
       showFirstArrival();
       announce(`New ${s.method} request`);
       if (!$('#detail .detail') && WIDE.matches) select(li);
+    });
+    // An arrival the search does not match: counted, not listed.
+    events.addEventListener('filtered', (ev) => {
+      if (!live) return;
+      if (seen.has(String(ev.lastEventId))) return;
+      seen.add(String(ev.lastEventId));
+      bumpCount();
+      hiddenByFilter += 1;
+      const note = $('#hidden-count');
+      if (note) {
+        note.hidden = false;
+        note.textContent = ` ${hiddenByFilter} new request${hiddenByFilter === 1 ? '' : 's'} did not match.`;
+      }
     });
     events.addEventListener('bin_deleted', () => {
       events.close();

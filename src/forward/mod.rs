@@ -23,13 +23,13 @@ pub mod sse;
 pub mod urls;
 
 use std::io::Write;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::Value;
 
-use crate::cli::ForwardArgs;
 use crate::client::Client;
 use crate::model::{HeaderPair, StoredRequest};
 use client::{Api, CallError};
@@ -89,8 +89,7 @@ pub fn parse_request(v: &Value) -> Result<Fetched, String> {
             .map(str::to_owned)
             .ok_or_else(|| format!("the request JSON has no {key:?}"))
     };
-    let id_text = text("id")?;
-    let id = crate::ids::parse_request_id(&id_text).ok_or("the request id is not a number")?;
+    let id = crate::ids::RequestId::parse(&text("id")?).ok_or("the request id is not a number")?;
     let pairs = |key: &str, decode: bool| -> Option<Result<Vec<HeaderPair>, String>> {
         let list = v[key].as_array()?;
         Some(
@@ -118,7 +117,7 @@ pub fn parse_request(v: &Value) -> Result<Fetched, String> {
         .decode(text("body_base64")?)
         .map_err(|e| format!("body_base64: {e}"))?;
     let request = StoredRequest {
-        id: id_text,
+        id,
         bin_id: String::new(),
         method: text("method")?,
         path: text("path")?,
@@ -133,7 +132,7 @@ pub fn parse_request(v: &Value) -> Result<Fetched, String> {
         received_at: 0,
     };
     Ok(Fetched {
-        id,
+        id: id.get(),
         request,
         received_at: text("received_at").unwrap_or_default(),
     })
@@ -210,9 +209,25 @@ async fn replay_one(
     }
 }
 
+/// What to forward where: `hookbin forward`'s flags (`cli::ForwardArgs`), as plain settings.
+/// The URLs are checked by [`run`], which reports a bad one with its exit code.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The bin's capture URL (`.../r/BIN`) or inspector URL (`.../bins/BIN`).
+    pub bin_url: String,
+    /// `http://HOST[:PORT][/PATH]`: the captured subpath and query are appended.
+    pub to: String,
+    /// Replay the latest request once, then stop.
+    pub once: bool,
+    /// How long to wait for the local server's response status.
+    pub timeout: Duration,
+    /// Extra CA certificates (PEM) for an https bin URL.
+    pub ca_cert: Option<PathBuf>,
+}
+
 /// Runs `hookbin forward` until the bin goes away (error) or, with `--once`, after one replay.
 /// The caller stops it on Ctrl-C by dropping the future.
-pub async fn run(args: &ForwardArgs, out: &mut dyn Write) -> Result<(), ForwardError> {
+pub async fn run(args: &Options, out: &mut dyn Write) -> Result<(), ForwardError> {
     let bin = BinUrl::parse(&args.bin_url).map_err(|reason| ForwardError::BinUrl {
         url: args.bin_url.clone(),
         reason,

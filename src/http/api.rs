@@ -1,12 +1,8 @@
 //! The JSON API under `/api` (see API.md).
 
-use std::net::IpAddr;
 use std::sync::Arc;
-use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use hyper::header::{
     CONTENT_DISPOSITION, CONTENT_TYPE, HeaderValue, LOCATION, X_CONTENT_TYPE_OPTIONS,
@@ -14,16 +10,16 @@ use hyper::header::{
 use hyper::{Method, Request, Response, StatusCode};
 use serde_json::{Value, json};
 
-use super::ConnInfo;
-use super::body::{self, Body};
-use super::client::{capture_base, client_ip, is_cross_site, public_base};
-use super::error::ApiError;
 use super::views;
+use crate::bins;
 use crate::clock::now_ms;
-use crate::ids;
-use crate::model::{Bin, RequestSummary};
+use crate::ids::{BinId, RequestId};
 use crate::response::ResponseSpec;
 use crate::state::AppState;
+use crate::web::ConnInfo;
+use crate::web::body::{self, Body, read_small_body};
+use crate::web::client::{capture_base, client_ip, is_cross_site, public_base};
+use crate::web::error::ApiError;
 
 /// JSON bodies sent to the API are small (a ResponseSpec body is at most 64 KiB).
 const MAX_API_BODY: usize = 1024 * 1024;
@@ -33,6 +29,109 @@ const DEFAULT_PAGE: usize = 50;
 const MAX_PAGE: usize = 500;
 
 type ApiResult = Result<Response<Body>, ApiError>;
+
+/// What a route of [`ROUTES`] does; the router dispatches on it with the method.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Endpoint {
+    OpenApi,
+    Bins,
+    Bin,
+    BinResponse,
+    Requests,
+    Request,
+    Body,
+    Part,
+    Verify,
+    Curl,
+    Export,
+    Stream,
+}
+
+/// One route of the JSON API: a path template (`{name}` matches one non-empty segment) and the
+/// methods it accepts, as its `405` answer's `Allow` says them (`GET` includes `HEAD`).
+#[derive(Debug, Clone, Copy)]
+pub struct ApiRoute {
+    pub path: &'static str,
+    pub allow: &'static str,
+    endpoint: Endpoint,
+}
+
+impl ApiRoute {
+    /// The methods of `allow`, one by one.
+    pub fn methods(&self) -> impl Iterator<Item = &'static str> {
+        self.allow.split(", ")
+    }
+
+    /// The values of the path's `{...}` segments when `segments` (the path split on `/`, after
+    /// `/api/`) fits this template.
+    fn params<'a>(&self, segments: &[&'a str]) -> Option<Vec<&'a str>> {
+        let template: Vec<&str> = self.path.trim_start_matches("/api/").split('/').collect();
+        if template.len() != segments.len() {
+            return None;
+        }
+        let mut params = Vec::new();
+        for (t, s) in template.iter().zip(segments) {
+            if t.starts_with('{') {
+                if s.is_empty() {
+                    return None;
+                }
+                params.push(*s);
+            } else if t != s {
+                return None;
+            }
+        }
+        Some(params)
+    }
+}
+
+const fn api(path: &'static str, allow: &'static str, endpoint: Endpoint) -> ApiRoute {
+    ApiRoute {
+        path,
+        allow,
+        endpoint,
+    }
+}
+
+/// Every route of the JSON API: the router below is this table, and the OpenAPI document
+/// (`docs/openapi.json`, served at `/api/openapi.json`) lists exactly these paths and methods
+/// (`tests/it/openapi.rs` checks both ways).
+pub const ROUTES: &[ApiRoute] = &[
+    api("/api/openapi.json", "GET", Endpoint::OpenApi),
+    api("/api/bins", "POST", Endpoint::Bins),
+    api("/api/bins/{bin}", "GET, DELETE", Endpoint::Bin),
+    api(
+        "/api/bins/{bin}/response",
+        "PUT, DELETE",
+        Endpoint::BinResponse,
+    ),
+    api(
+        "/api/bins/{bin}/requests",
+        "GET, DELETE",
+        Endpoint::Requests,
+    ),
+    api(
+        "/api/bins/{bin}/requests/{req}",
+        "GET, DELETE",
+        Endpoint::Request,
+    ),
+    api("/api/bins/{bin}/requests/{req}/body", "GET", Endpoint::Body),
+    api(
+        "/api/bins/{bin}/requests/{req}/body/parts/{n}",
+        "GET",
+        Endpoint::Part,
+    ),
+    api(
+        "/api/bins/{bin}/requests/{req}/verify",
+        "POST",
+        Endpoint::Verify,
+    ),
+    api("/api/bins/{bin}/requests/{req}/curl", "GET", Endpoint::Curl),
+    api("/api/bins/{bin}/export", "GET", Endpoint::Export),
+    api("/api/bins/{bin}/stream", "GET", Endpoint::Stream),
+];
+
+/// The OpenAPI 3.1 document of this API, kept in the repository beside the code it describes.
+pub const OPENAPI_JSON: &str = include_str!("../../docs/openapi.json");
 
 pub async fn route(state: &Arc<AppState>, req: Request<Incoming>, conn: &ConnInfo) -> ApiResult {
     let path = req.uri().path().to_owned();
@@ -49,70 +148,58 @@ pub async fn route(state: &Arc<AppState>, req: Request<Incoming>, conn: &ConnInf
             "this API does not accept changes sent by another site's page",
         ));
     }
-    match segments.as_slice() {
-        ["bins"] => match method {
-            Method::POST => create_bin(state, req, conn).await,
-            _ => Err(ApiError::method_not_allowed("POST")),
-        },
-        ["bins", bin] => match method {
-            _ if get => get_bin(state, &req, bin).await,
-            Method::DELETE => delete_bin(state, bin).await,
-            _ => Err(ApiError::method_not_allowed("GET, DELETE")),
-        },
-        ["bins", bin, "response"] => match method {
-            Method::PUT => put_response(state, req, bin).await,
-            Method::DELETE => delete_response(state, bin).await,
-            _ => Err(ApiError::method_not_allowed("PUT, DELETE")),
-        },
-        ["bins", bin, "requests"] => match method {
-            _ if get => list_requests(state, &req, bin).await,
-            Method::DELETE => clear_requests(state, bin).await,
-            _ => Err(ApiError::method_not_allowed("GET, DELETE")),
-        },
-        ["bins", bin, "requests", id] => match method {
-            _ if get => get_request(state, bin, id).await,
-            Method::DELETE => delete_request(state, bin, id).await,
-            _ => Err(ApiError::method_not_allowed("GET, DELETE")),
-        },
-        ["bins", bin, "requests", id, "body"] => match method {
-            _ if get => get_body(state, &req, bin, id).await,
-            _ => Err(ApiError::method_not_allowed("GET")),
-        },
-        ["bins", bin, "requests", id, "body", "parts", n] => match method {
-            _ if get => get_part(state, bin, id, n).await,
-            _ => Err(ApiError::method_not_allowed("GET")),
-        },
-        ["bins", bin, "requests", id, "verify"] => match method {
-            Method::POST => super::signature::verify(state, req, bin, id).await,
-            _ => Err(ApiError::method_not_allowed("POST")),
-        },
-        ["bins", bin, "requests", id, "curl"] => match method {
-            _ if get => super::replay::curl(state, &req, bin, id).await,
-            _ => Err(ApiError::method_not_allowed("GET")),
-        },
-        ["bins", bin, "export"] => match method {
-            _ if get => super::replay::export(state, &req, bin).await,
-            _ => Err(ApiError::method_not_allowed("GET")),
-        },
-        ["bins", bin, "stream"] => match method {
-            _ if get => super::stream::stream(state, &req, bin, conn).await,
-            _ => Err(ApiError::method_not_allowed("GET")),
-        },
-        _ => Err(ApiError::route_not_found()),
+    let Some((route, params)) = ROUTES
+        .iter()
+        .find_map(|r| r.params(&segments).map(|p| (r, p)))
+    else {
+        return Err(ApiError::route_not_found());
+    };
+    let wrong_method = || Err(ApiError::method_not_allowed(route.allow));
+    let delete = method == Method::DELETE;
+    match (route.endpoint, params.as_slice()) {
+        (Endpoint::OpenApi, []) if get => Ok(body::with_type(
+            StatusCode::OK,
+            "application/json",
+            OPENAPI_JSON,
+        )),
+        (Endpoint::Bins, []) if method == Method::POST => create_bin(state, req, conn).await,
+        (Endpoint::Bin, [bin]) if get => get_bin(state, &req, &bins::bin_id(bin)?).await,
+        (Endpoint::Bin, [bin]) if delete => delete_bin(state, &bins::bin_id(bin)?).await,
+        (Endpoint::BinResponse, [bin]) if method == Method::PUT => {
+            put_response(state, req, &bins::bin_id(bin)?).await
+        }
+        (Endpoint::BinResponse, [bin]) if delete => {
+            delete_response(state, &bins::bin_id(bin)?).await
+        }
+        (Endpoint::Requests, [bin]) if get => list_requests(state, &req, &bins::bin_id(bin)?).await,
+        (Endpoint::Requests, [bin]) if delete => clear_requests(state, &bins::bin_id(bin)?).await,
+        (Endpoint::Request, [bin, id]) if get => {
+            get_request(state, bins::path_ids(state, bin, id).await?).await
+        }
+        (Endpoint::Request, [bin, id]) if delete => {
+            delete_request(state, bins::path_ids(state, bin, id).await?).await
+        }
+        (Endpoint::Body, [bin, id]) if get => {
+            get_body(state, &req, bins::path_ids(state, bin, id).await?).await
+        }
+        (Endpoint::Part, [bin, id, n]) if get => {
+            get_part(state, bins::path_ids(state, bin, id).await?, n).await
+        }
+        (Endpoint::Verify, [bin, id]) if method == Method::POST => {
+            let ids = bins::path_ids(state, bin, id).await?;
+            super::signature::verify(state, req, ids).await
+        }
+        (Endpoint::Curl, [bin, id]) if get => {
+            super::replay::curl(state, &req, bins::path_ids(state, bin, id).await?).await
+        }
+        (Endpoint::Export, [bin]) if get => {
+            super::replay::export(state, &req, &bins::bin_id(bin)?).await
+        }
+        (Endpoint::Stream, [bin]) if get => {
+            super::stream::stream(state, &req, &bins::bin_id(bin)?, conn).await
+        }
+        _ => wrong_method(),
     }
-}
-
-/// Fails with 404 unless `id` names a live bin (on PostgreSQL, possibly one another node made).
-pub async fn live_bin(state: &AppState, id: &str, now: i64) -> Result<(), ApiError> {
-    if ids::is_valid_bin_id(id) && state.store.find_bin(id, now).await?.is_some() {
-        Ok(())
-    } else {
-        Err(ApiError::bin_not_found())
-    }
-}
-
-fn request_id(id: &str) -> Result<i64, ApiError> {
-    ids::parse_request_id(id).ok_or_else(ApiError::request_not_found)
 }
 
 /// Reads a JSON request body; `None` when the body is empty.
@@ -130,42 +217,17 @@ pub async fn read_json(
     })
 }
 
-pub async fn read_small_body(
-    body: Incoming,
-    limit: usize,
-    timeout: Duration,
-) -> Result<Bytes, ApiError> {
-    let collect = Limited::new(body, limit).collect();
-    match tokio::time::timeout(timeout, collect).await {
-        Err(_) => Err(ApiError::new(
-            StatusCode::REQUEST_TIMEOUT,
-            "body_timeout",
-            "the request body did not arrive in time",
-        )),
-        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => Err(ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "body_too_large",
-            format!("API request bodies are limited to {limit} bytes"),
-        )),
-        Ok(Err(e)) => Err(ApiError::bad_request(
-            "bad_body",
-            format!("cannot read the body: {e}"),
-        )),
-        Ok(Ok(collected)) => Ok(collected.to_bytes()),
-    }
-}
-
 async fn create_bin(state: &Arc<AppState>, req: Request<Incoming>, conn: &ConnInfo) -> ApiResult {
     let ip = client_ip(&state.config, conn.peer, req.headers());
     let base = public_base(&state.config, req.headers());
     let capture = capture_base(&state.config, req.headers());
     // The limit is checked before the body is read: a flood costs no parsing.
-    admit_new_bin(state, ip, now_ms())?;
+    bins::admit(state, ip, now_ms())?;
     let options = read_json(state, req).await?;
     // The id comes first: a custom response is checked against its bin (cookie paths...).
-    let id = ids::new_bin_id();
+    let id = BinId::new();
     let (ttl, response) = bin_options(options.as_ref(), state.config.bin_ttl, &id)?;
-    let bin = store_new_bin(state, id, ip, ttl, response).await?;
+    let bin = bins::create(state, id, ip, ttl, response).await?;
     let mut res = body::json(StatusCode::CREATED, &views::bin(&bin, &base, &capture));
     if let Ok(location) = HeaderValue::from_str(&format!("/api/bins/{}", bin.id)) {
         res.headers_mut().insert(LOCATION, location);
@@ -173,59 +235,11 @@ async fn create_bin(state: &Arc<AppState>, req: Request<Incoming>, conn: &ConnIn
     Ok(res)
 }
 
-/// Counts a bin creation against `--max-bins-per-minute` for `ip`; 429 beyond it.
-pub fn admit_new_bin(state: &AppState, ip: IpAddr, now: i64) -> Result<(), ApiError> {
-    // IPv6 clients by their /64, like every per-client limit.
-    state
-        .bin_limit
-        .check(crate::limits::client_key(ip), now)
-        .map_err(|wait| {
-            state.metrics.bins_rate_limited.fetch_add(1, Relaxed);
-            ApiError {
-                retry_after: Some(wait),
-                ..ApiError::new(
-                    StatusCode::TOO_MANY_REQUESTS,
-                    "too_many_bins",
-                    format!(
-                        "at most {} bins per minute per client address; retry in {wait} s",
-                        state.config.max_bins_per_minute
-                    ),
-                )
-            }
-        })
-}
-
-/// Creates bin `id` (a fresh [`ids::new_bin_id`], after [`admit_new_bin`]): stored, counted
-/// and logged.
-pub async fn store_new_bin(
-    state: &AppState,
-    id: String,
-    ip: IpAddr,
-    ttl: Duration,
-    response: Option<ResponseSpec>,
-) -> Result<Bin, ApiError> {
-    let now = now_ms();
-    let bin = Bin {
-        id,
-        created_at: now,
-        expires_at: now.saturating_add(ttl.as_millis() as i64),
-        response: response.as_ref().map(ResponseSpec::to_json),
-        request_count: 0,
-    };
-    state
-        .store
-        .create_bin(bin.clone(), response.map(Arc::new))
-        .await?;
-    state.metrics.bins_created.fetch_add(1, Relaxed);
-    tracing::info!(bin_id = %bin.id, %ip, "bin created");
-    Ok(bin)
-}
-
 /// `{"ttl_seconds": n, "response": ResponseSpec}`, both optional, for the new bin `bin`.
 pub fn bin_options(
     options: Option<&Value>,
     default_ttl: Duration,
-    bin: &str,
+    bin: &BinId,
 ) -> Result<(Duration, Option<ResponseSpec>), ApiError> {
     let Some(options) = options else {
         return Ok((default_ttl, None));
@@ -260,21 +274,15 @@ pub fn bin_options(
     let response = match map.get("response") {
         None | Some(Value::Null) => None,
         Some(v) => Some(
-            ResponseSpec::from_json(v, "response.", bin)
+            ResponseSpec::from_json(v, "response.", bin.as_str())
                 .map_err(|e| ApiError::unprocessable("invalid_response", e.to_string()))?,
         ),
     };
     Ok((ttl, response))
 }
 
-async fn get_bin(state: &AppState, req: &Request<Incoming>, id: &str) -> ApiResult {
-    let now = now_ms();
-    live_bin(state, id, now).await?;
-    let bin = state
-        .store
-        .get_bin(id, now)
-        .await?
-        .ok_or_else(ApiError::bin_not_found)?;
+async fn get_bin(state: &AppState, req: &Request<Incoming>, id: &BinId) -> ApiResult {
+    let bin = bins::get(state, id, now_ms()).await?;
     Ok(body::json(
         StatusCode::OK,
         &views::bin(
@@ -285,19 +293,16 @@ async fn get_bin(state: &AppState, req: &Request<Incoming>, id: &str) -> ApiResu
     ))
 }
 
-async fn delete_bin(state: &AppState, id: &str) -> ApiResult {
-    live_bin(state, id, now_ms()).await?;
-    if !state.store.delete_bin(id).await? {
+async fn delete_bin(state: &AppState, id: &BinId) -> ApiResult {
+    if !bins::delete(state, id).await? {
         return Err(ApiError::bin_not_found());
     }
-    state.metrics.bins_deleted.fetch_add(1, Relaxed);
-    tracing::info!(bin_id = %id, "bin deleted");
     Ok(body::no_content())
 }
 
-async fn put_response(state: &AppState, req: Request<Incoming>, id: &str) -> ApiResult {
-    let now = now_ms();
-    live_bin(state, id, now).await?;
+async fn put_response(state: &AppState, req: Request<Incoming>, id: &BinId) -> ApiResult {
+    // Checked before the body is read: no parsing for a bin that is not there.
+    bins::live(state, id, now_ms()).await?;
     let base = public_base(&state.config, req.headers());
     let capture = capture_base(&state.config, req.headers());
     let value = read_json(state, req).await?.ok_or_else(|| {
@@ -306,34 +311,28 @@ async fn put_response(state: &AppState, req: Request<Incoming>, id: &str) -> Api
             "expected a ResponseSpec JSON object, got an empty body",
         )
     })?;
-    let spec = ResponseSpec::from_json(&value, "", id)
+    let spec = ResponseSpec::from_json(&value, "", id.as_str())
         .map_err(|e| ApiError::unprocessable("invalid_response", e.to_string()))?;
-    let bin = state
-        .store
-        .set_response(id, Some(Arc::new(spec)), now)
-        .await?
-        .ok_or_else(ApiError::bin_not_found)?;
+    let bin = bins::set_response(state, id, Some(spec), now_ms()).await?;
     Ok(body::json(
         StatusCode::OK,
         &views::bin(&bin, &base, &capture),
     ))
 }
 
-async fn delete_response(state: &AppState, id: &str) -> ApiResult {
-    let now = now_ms();
-    live_bin(state, id, now).await?;
-    state
-        .store
-        .set_response(id, None, now)
-        .await?
-        .ok_or_else(ApiError::bin_not_found)?;
+async fn delete_response(state: &AppState, id: &BinId) -> ApiResult {
+    bins::set_response(state, id, None, now_ms()).await?;
     Ok(body::no_content())
 }
 
-/// `limit` (1..=500, default 50) and `cursor` (as issued in `meta.next_cursor`).
-pub fn page_params(query: Option<&str>) -> Result<(usize, Option<i64>), ApiError> {
+/// The list's parameters: `limit` (1..=500, default 50), `cursor` (as issued in
+/// `meta.next_cursor` for the same `q`) and `q` (API.md "Search"; blank: no filter).
+pub fn page_params(
+    query: Option<&str>,
+) -> Result<(usize, Option<RequestId>, Option<bins::Search>), ApiError> {
     let mut limit = DEFAULT_PAGE;
     let mut cursor = None;
+    let mut q = String::new();
     for (key, value) in form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
         match key.as_ref() {
             "limit" => {
@@ -349,21 +348,28 @@ pub fn page_params(query: Option<&str>) -> Result<(usize, Option<i64>), ApiError
                     })?;
             }
             "cursor" if value.is_empty() => {}
-            "cursor" => {
-                cursor = Some(ids::decode_cursor(&value).ok_or_else(|| {
-                    ApiError::bad_request("invalid_cursor", "cursor was not issued by this server")
-                })?);
-            }
+            "cursor" => cursor = Some(value.into_owned()),
+            "q" => q = value.into_owned(),
             _ => {}
         }
     }
-    Ok((limit, cursor))
+    let search = bins::Search::parse(&q)?;
+    let cursor = match cursor {
+        None => None,
+        Some(c) => Some(bins::decode_cursor(&c, search.as_ref()).ok_or_else(|| {
+            ApiError::bad_request(
+                "invalid_cursor",
+                "cursor was not issued by this server for this q",
+            )
+        })?),
+    };
+    Ok((limit, cursor, search))
 }
 
-async fn list_requests(state: &AppState, req: &Request<Incoming>, bin: &str) -> ApiResult {
-    live_bin(state, bin, now_ms()).await?;
-    let (limit, cursor) = page_params(req.uri().query())?;
-    let (rows, next) = request_page(state, bin, cursor, limit).await?;
+async fn list_requests(state: &AppState, req: &Request<Incoming>, bin: &BinId) -> ApiResult {
+    bins::live(state, bin, now_ms()).await?;
+    let (limit, cursor, search) = page_params(req.uri().query())?;
+    let (rows, next) = bins::search(state, bin, search.as_ref(), cursor, limit).await?;
     let data: Vec<Value> = rows.iter().map(views::summary).collect();
     Ok(body::json(
         StatusCode::OK,
@@ -371,49 +377,13 @@ async fn list_requests(state: &AppState, req: &Request<Incoming>, bin: &str) -> 
     ))
 }
 
-/// Up to `limit` summaries older than `cursor`, newest first, and the cursor of the next page
-/// when there is one (one extra row is fetched to know).
-pub async fn request_page(
-    state: &AppState,
-    bin: &str,
-    cursor: Option<i64>,
-    limit: usize,
-) -> Result<(Vec<RequestSummary>, Option<String>), ApiError> {
-    let mut rows = state.store.list_requests(bin, cursor, limit + 1).await?;
-    let next = if rows.len() > limit {
-        rows.truncate(limit);
-        rows.last()
-            .and_then(|r| r.id.parse().ok())
-            .map(ids::encode_cursor)
-    } else {
-        None
-    };
-    Ok((rows, next))
-}
-
-async fn clear_requests(state: &AppState, bin: &str) -> ApiResult {
-    live_bin(state, bin, now_ms()).await?;
-    state.store.clear_requests(bin).await?;
+async fn clear_requests(state: &AppState, bin: &BinId) -> ApiResult {
+    bins::clear_requests(state, bin).await?;
     Ok(body::no_content())
 }
 
-/// The stored request, or 404 for an unknown bin or request id.
-pub async fn find_request(
-    state: &AppState,
-    bin: &str,
-    id: &str,
-) -> Result<crate::model::StoredRequest, ApiError> {
-    live_bin(state, bin, now_ms()).await?;
-    let id = request_id(id)?;
-    state
-        .store
-        .get_request(bin, id)
-        .await?
-        .ok_or_else(ApiError::request_not_found)
-}
-
-async fn get_request(state: &AppState, bin: &str, id: &str) -> ApiResult {
-    let request = find_request(state, bin, id).await?;
+async fn get_request(state: &AppState, (bin, id): (BinId, RequestId)) -> ApiResult {
+    let request = bins::find_request(state, &bin, id).await?;
     let limit = state.config.max_decoded_bytes;
     // Off the async threads: `parts` of an encoded multipart body means decoding it.
     let value = tokio::task::spawn_blocking(move || views::request(&request, limit))
@@ -422,18 +392,21 @@ async fn get_request(state: &AppState, bin: &str, id: &str) -> ApiResult {
     Ok(body::json(StatusCode::OK, &value))
 }
 
-async fn delete_request(state: &AppState, bin: &str, id: &str) -> ApiResult {
-    live_bin(state, bin, now_ms()).await?;
-    if !state.store.delete_request(bin, request_id(id)?).await? {
+async fn delete_request(state: &AppState, (bin, id): (BinId, RequestId)) -> ApiResult {
+    if !bins::delete_request(state, &bin, id).await? {
         return Err(ApiError::request_not_found());
     }
     Ok(body::no_content())
 }
 
 /// The body as a download (`?decode=1`: with its `Content-Encoding` undone).
-async fn get_body(state: &AppState, req: &Request<Incoming>, bin: &str, id: &str) -> ApiResult {
+async fn get_body(
+    state: &AppState,
+    req: &Request<Incoming>,
+    (bin, id): (BinId, RequestId),
+) -> ApiResult {
     let decode = decode_param(req.uri().query())?;
-    let request = find_request(state, bin, id).await?;
+    let request = bins::find_request(state, &bin, id).await?;
     let raw_name = format!("request-{}.bin", request.id);
     let Some(encoding) = decode
         .then(|| crate::content::content_encoding(&request.headers))
@@ -487,8 +460,8 @@ fn decode_param(query: Option<&str>) -> Result<bool, ApiError> {
 }
 
 /// `GET .../body/parts/{n}`: part `n` (0-based) of a multipart body, as a download.
-async fn get_part(state: &AppState, bin: &str, id: &str, n: &str) -> ApiResult {
-    let request = find_request(state, bin, id).await?;
+async fn get_part(state: &AppState, (bin, id): (BinId, RequestId), n: &str) -> ApiResult {
+    let request = bins::find_request(state, &bin, id).await?;
     let not_found = || {
         ApiError::new(
             StatusCode::NOT_FOUND,

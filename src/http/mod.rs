@@ -1,230 +1,23 @@
-//! HTTP routing: match on the path, dispatch to capture, the JSON API, or operations.
-//!
-//! Routing only; the handlers live in their modules. Captures are matched first: they are the
-//! hot path and own everything under `/r/`. [`handle`] also writes the access log line: at debug
-//! level, one per request, with the method, route kind, bin id, status, captured body size and
-//! latency. Never the path, query, headers or body: a capture URL is a bin's only secret, and
-//! webhooks carry tokens.
+//! The JSON API under `/api`, capture (`/r/{bin}`), and the operator's endpoints (`/healthz`,
+//! `/metrics`). [`crate::router`] dispatches here; the use cases these handlers run are in
+//! [`crate::bins`], the shared plumbing (bodies, errors, the client's address) in [`crate::web`].
 
 pub mod api;
-pub mod body;
-pub mod client;
-pub mod error;
+pub mod capture;
 pub mod replay;
 pub mod signature;
 pub mod stream;
 pub mod views;
 
-use std::net::SocketAddr;
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
 
-use hyper::body::Incoming;
-use hyper::{Method, Request, Response, StatusCode};
+use hyper::{Response, StatusCode};
 
-use crate::limits::Slot;
 use crate::metrics::Gauges;
-use crate::rawhead::HeadTap;
 use crate::state::AppState;
-use body::Body;
-use error::ApiError;
+use crate::web::body::{self, Body};
 
-/// Per-connection facts a handler may need.
-#[derive(Debug)]
-pub struct ConnInfo {
-    pub peer: SocketAddr,
-    pub tap: Arc<HeadTap>,
-    /// Custom-response delays served on this connection so far, in ms: a connection's delays
-    /// add up to at most about `MAX_DELAY_MS` (see `capture::custom_response`).
-    pub delay_spent_ms: std::sync::atomic::AtomicU64,
-}
-
-/// Put in a capture's response extensions for the access log line.
-#[derive(Debug, Clone, Copy)]
-pub struct Captured {
-    pub request_id: i64,
-    /// The body size as recorded (`body_size`).
-    pub size: u64,
-}
-
-/// What kind of endpoint a path is, for the access log.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Route {
-    Capture,
-    Stream,
-    Api,
-    Operations,
-    Page,
-}
-
-impl Route {
-    fn of(path: &str) -> Route {
-        if path.starts_with("/r/") {
-            Route::Capture
-        } else if path.starts_with("/api/") && path.ends_with("/stream") {
-            Route::Stream
-        } else if path == "/api" || path.starts_with("/api/") {
-            Route::Api
-        } else if path == "/healthz" || path == "/metrics" {
-            Route::Operations
-        } else {
-            Route::Page
-        }
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            Route::Capture => "capture",
-            Route::Stream => "stream",
-            Route::Api => "api",
-            Route::Operations => "operations",
-            Route::Page => "page",
-        }
-    }
-}
-
-/// The bin a path is about (`/r/{bin}`, `/api/bins/{bin}`, `/bins/{bin}`), if it is a
-/// well-formed bin id; anything else a client put there stays out of the log.
-fn bin_of(path: &str) -> Option<&str> {
-    let rest = path
-        .strip_prefix("/r/")
-        .or_else(|| path.strip_prefix("/api/bins/"))
-        .or_else(|| path.strip_prefix("/bins/"))?;
-    let bin = rest.split('/').next()?;
-    crate::ids::is_valid_bin_id(bin).then_some(bin)
-}
-
-pub async fn handle(
-    state: Arc<AppState>,
-    req: Request<Incoming>,
-    conn: Arc<ConnInfo>,
-) -> Response<Body> {
-    // The access line is debug level (trace for operations): with that off, as by default,
-    // the capture path pays nothing for it.
-    if !tracing::enabled!(tracing::Level::DEBUG) {
-        return nosniff(dispatch(state, req, conn).await);
-    }
-    let started = Instant::now();
-    let method = req.method().clone();
-    let route = Route::of(req.uri().path());
-    let bin = bin_of(req.uri().path()).map(str::to_owned);
-    let res = nosniff(dispatch(state, req, conn).await);
-    access_log(&method, route, bin.as_deref(), &res, started.elapsed());
-    res
-}
-
-/// Every response hookbin writes says `X-Content-Type-Options: nosniff`: plain text, event
-/// streams and errors too, so a browser never reads one as something else.
-fn nosniff(mut res: Response<Body>) -> Response<Body> {
-    res.headers_mut()
-        .entry(hyper::header::X_CONTENT_TYPE_OPTIONS)
-        .or_insert(hyper::header::HeaderValue::from_static("nosniff"));
-    res
-}
-
-fn access_log(
-    method: &Method,
-    route: Route,
-    bin: Option<&str>,
-    res: &Response<Body>,
-    took: Duration,
-) {
-    let status = res.status().as_u16();
-    let latency_ms = (took.as_secs_f64() * 1e6).round() / 1e3;
-    if route == Route::Operations {
-        // Health probes and scrapes every few seconds would drown everything else.
-        tracing::trace!(method = %method, route = route.name(), status, latency_ms, "request");
-        return;
-    }
-    let captured = res.extensions().get::<Captured>();
-    tracing::debug!(
-        method = %method,
-        route = route.name(),
-        bin_id = bin,
-        request_id = captured.map(|c| c.request_id),
-        size = captured.map(|c| c.size),
-        status,
-        latency_ms,
-        "request"
-    );
-}
-
-async fn dispatch(
-    state: Arc<AppState>,
-    req: Request<Incoming>,
-    conn: Arc<ConnInfo>,
-) -> Response<Body> {
-    // Every request takes its head from the tap, captured or not, to keep the tap in step with
-    // the connection.
-    let raw = conn.tap.take(req.method().as_str(), &req.uri().to_string());
-    let path = req.uri().path();
-    // With `--capture-url`, the capture host serves captures and the health check only. (The
-    // inspector's host refusing `/r/` is in `capture`, which knows the bin.)
-    if client::is_capture_host(&state.config, req.headers()) == Some(true)
-        && !(path.starts_with("/r/") || path == "/healthz")
-    {
-        return ApiError::new(
-            StatusCode::NOT_FOUND,
-            "capture_host_only",
-            "this host only receives captures (/r/{bin}); the inspector and the API are on \
-             another host",
-        )
-        .into_response();
-    }
-    // Requests in progress per client. Streams have a cap of their own (their handler returns at
-    // once; the stream holds its slot while open), and probes of the operator are never refused.
-    let _in_flight = if matches!(path, "/healthz" | "/metrics") || Route::of(path) == Route::Stream
-    {
-        None
-    } else {
-        let ip = client::client_ip(&state.config, conn.peer, req.headers());
-        match state.clients.take(ip, Slot::Request) {
-            Some(slot) => Some(slot),
-            None => {
-                state
-                    .metrics
-                    .client_limit_rejections
-                    .fetch_add(1, Ordering::Relaxed);
-                let mut res = ApiError {
-                    retry_after: Some(1),
-                    ..ApiError::new(
-                        StatusCode::TOO_MANY_REQUESTS,
-                        "too_many_requests",
-                        format!(
-                            "this client address already has {} requests in progress; nothing \
-                             was recorded",
-                            state.clients.cap(Slot::Request)
-                        ),
-                    )
-                }
-                .into_response();
-                if path.starts_with("/r/") {
-                    crate::capture::seal(&mut res);
-                }
-                return res;
-            }
-        }
-    };
-    if let Some(rest) = path.strip_prefix("/r/") {
-        let bin = rest.split('/').next().unwrap_or_default().to_owned();
-        let mut res = crate::capture::capture(&state, req, &conn, raw, &bin).await;
-        crate::capture::seal(&mut res);
-        return res;
-    }
-    if path == "/api" || path.starts_with("/api/") {
-        return api::route(&state, req, &conn)
-            .await
-            .unwrap_or_else(ApiError::into_response);
-    }
-    match (req.method(), path) {
-        (&Method::GET | &Method::HEAD, "/healthz") => healthz(&state).await,
-        (&Method::GET | &Method::HEAD, "/metrics") => metrics(&state),
-        _ => crate::pages::route(&state, req, &conn).await,
-    }
-}
-
-async fn healthz(state: &AppState) -> Response<Body> {
+pub async fn healthz(state: &AppState) -> Response<Body> {
     match state.store.ping().await {
         Ok(()) => body::text(StatusCode::OK, "ok"),
         Err(e) => {
@@ -234,18 +27,23 @@ async fn healthz(state: &AppState) -> Response<Body> {
     }
 }
 
-fn metrics(state: &AppState) -> Response<Body> {
+pub fn metrics(state: &AppState) -> Response<Body> {
     let size = |p: &std::path::Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
-    // The SQLite file and its WAL; on PostgreSQL the database's size is its server's to report.
-    let database_bytes = state.store.file_path().map_or(0, |db| {
-        let mut wal = db.as_os_str().to_owned();
-        wal.push("-wal");
-        size(db) + size(std::path::Path::new(&wal))
-    });
+    // The SQLite file and its WAL; on PostgreSQL, pg_database_size (as `used_bytes`).
+    let database_bytes = match state.store.file_path() {
+        Some(db) => {
+            let mut wal = db.as_os_str().to_owned();
+            wal.push("-wal");
+            size(db) + size(std::path::Path::new(&wal))
+        }
+        None => state.store.used_bytes(),
+    };
     let gauges = Gauges {
         write_queue_depth: state.store.queue_depth(),
         live_bins: state.store.bin_count(),
         database_bytes,
+        database_used_bytes: state.store.used_bytes(),
+        database_limit_bytes: state.config.max_db_bytes,
         open_connections: state.open_connections.load(Ordering::Relaxed),
         body_memory_bytes: state.body_memory.used(),
     };
@@ -254,26 +52,4 @@ fn metrics(state: &AppState) -> Response<Body> {
         "text/plain; version=0.0.4; charset=utf-8",
         state.metrics.render(gauges),
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn routes_and_bins_for_the_access_log() {
-        let bin = "0123456789abcdefghij";
-        assert_eq!(Route::of(&format!("/r/{bin}/x")), Route::Capture);
-        assert_eq!(Route::of(&format!("/api/bins/{bin}/stream")), Route::Stream);
-        assert_eq!(Route::of("/api/bins"), Route::Api);
-        assert_eq!(Route::of("/healthz"), Route::Operations);
-        assert_eq!(Route::of("/"), Route::Page);
-        assert_eq!(bin_of(&format!("/r/{bin}/secret/path?q=1")), Some(bin));
-        assert_eq!(bin_of(&format!("/api/bins/{bin}/requests")), Some(bin));
-        assert_eq!(bin_of(&format!("/bins/{bin}")), Some(bin));
-        // Whatever a client puts where a bin id goes is not logged unless it is one.
-        assert_eq!(bin_of("/r/Not-A-Bin-Id/x"), None);
-        assert_eq!(bin_of("/api/bins"), None);
-        assert_eq!(bin_of("/elsewhere"), None);
-    }
 }

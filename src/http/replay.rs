@@ -20,15 +20,16 @@ use hyper::header::{
 use hyper::{Request, Response, StatusCode};
 use tokio::sync::mpsc;
 
-use super::api::{find_request, live_bin};
-use super::body::{self, Body, ChannelBody};
-use super::client::capture_base;
-use super::error::ApiError;
 use super::views;
+use crate::bins;
 use crate::clock::now_ms;
+use crate::ids::{BinId, RequestId};
 use crate::model::StoredRequest;
 use crate::render::{CurlError, curl_command, har};
 use crate::state::AppState;
+use crate::web::body::{self, Body, ChannelBody};
+use crate::web::client::capture_base;
+use crate::web::error::ApiError;
 
 /// Rows per export query at most.
 const PAGE_ROWS: usize = 100;
@@ -42,8 +43,12 @@ type ApiResult = Result<Response<Body>, ApiError>;
 /// The header a `/curl` answer carries when the command cannot send the whole original body.
 pub const WARNING_HEADER: &str = "x-hookbin-warning";
 
-pub async fn curl(state: &AppState, req: &Request<Incoming>, bin: &str, id: &str) -> ApiResult {
-    let request = find_request(state, bin, id).await?;
+pub async fn curl(
+    state: &AppState,
+    req: &Request<Incoming>,
+    (bin, id): (BinId, RequestId),
+) -> ApiResult {
+    let request = bins::find_request(state, &bin, id).await?;
     let target = query_param(req.uri().query(), "target").filter(|t| !t.is_empty());
     let base = capture_base(&state.config, req.headers());
     let command = curl_command(&request, &base, target.as_deref()).map_err(|e| match e {
@@ -154,23 +159,23 @@ fn render_entry(
     }
 }
 
-pub async fn export(state: &Arc<AppState>, req: &Request<Incoming>, bin: &str) -> ApiResult {
-    live_bin(state, bin, now_ms()).await?;
+pub async fn export(state: &Arc<AppState>, req: &Request<Incoming>, bin: &BinId) -> ApiResult {
+    bins::live(state, bin, now_ms()).await?;
     let format = Format::parse(req.uri().query())?;
     let bin_url = format!("{}/r/{bin}", capture_base(&state.config, req.headers()));
     let envelope = Envelope::new(format, &bin_url)?;
     // A snapshot by id: requests captured while the export runs are not in it, so a busy bin
     // cannot keep the download going forever.
-    let upto = state.store.last_request_id(bin).await?;
+    let upto = state.store.last_request_id(bin.as_str()).await?;
     // The first page is read before answering, so that a failing database is still a 500.
     let first = state
         .store
-        .requests_page(bin, 0, upto, PAGE_ROWS, PAGE_BYTES)
+        .requests_page(bin.as_str(), 0, upto, PAGE_ROWS, PAGE_BYTES)
         .await?;
     let (tx, rx) = mpsc::channel::<Bytes>(CHANNEL_ENTRIES);
     let feed = Feed {
         state: state.clone(),
-        bin: bin.to_owned(),
+        bin: bin.clone(),
         bin_url,
         format,
         upto,
@@ -196,7 +201,7 @@ pub async fn export(state: &Arc<AppState>, req: &Request<Incoming>, bin: &str) -
 /// The task that writes one export into its response body.
 struct Feed {
     state: Arc<AppState>,
-    bin: String,
+    bin: BinId,
     bin_url: String,
     format: Format,
     upto: i64,
@@ -212,7 +217,7 @@ impl Feed {
         }
         let mut page = first;
         let mut sent = 0usize;
-        while let Some(last) = page.last().and_then(|r| r.id.parse::<i64>().ok()) {
+        while let Some(last) = page.last().map(|r| r.id.get()) {
             for request in &page {
                 let mut chunk = String::new();
                 if sent > 0 {
@@ -234,7 +239,7 @@ impl Feed {
             page = match self
                 .state
                 .store
-                .requests_page(&self.bin, last, self.upto, PAGE_ROWS, PAGE_BYTES)
+                .requests_page(self.bin.as_str(), last, self.upto, PAGE_ROWS, PAGE_BYTES)
                 .await
             {
                 Ok(page) => page,
@@ -264,7 +269,7 @@ mod tests {
     fn stored(id: &str, body: &[u8]) -> StoredRequest {
         let headers: &[(&str, &[u8])] = &[("X-Obs", b"caf\xe9")];
         StoredRequest {
-            id: id.into(),
+            id: RequestId::parse(id).unwrap(),
             received_at: 1_700_000_000_000,
             ..StoredRequest::sample("abcdefghijklmnop", "/x", "a=1", headers, body)
         }

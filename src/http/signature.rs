@@ -9,22 +9,23 @@ use hyper::body::Incoming;
 use hyper::{Request, StatusCode};
 use serde_json::Value;
 
-use super::api::{find_request, read_json};
-use super::body::{self, Body};
-use super::client::capture_base;
-use super::error::ApiError;
+use super::api::read_json;
+use crate::bins;
 use crate::clock::now_ms;
+use crate::ids::{BinId, RequestId};
 use crate::model::StoredRequest;
 use crate::state::AppState;
 use crate::verify::{self, VerifyInput};
+use crate::web::body::{self, Body};
+use crate::web::client::capture_base;
+use crate::web::error::ApiError;
 
 pub async fn verify(
     state: &Arc<AppState>,
     req: Request<Incoming>,
-    bin: &str,
-    id: &str,
+    (bin, id): (BinId, RequestId),
 ) -> Result<hyper::Response<Body>, ApiError> {
-    let request = find_request(state, bin, id).await?;
+    let request = bins::find_request(state, &bin, id).await?;
     let base = capture_base(&state.config, req.headers());
     let value = read_json(state, req).await?.ok_or_else(|| {
         ApiError::bad_request(

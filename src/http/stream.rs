@@ -5,6 +5,12 @@
 //! database, then live ones, with no gap and no duplicate: the subscription starts before the
 //! replay query, and live events at or below the last id sent are skipped. `Last-Event-ID: 0`
 //! replays the whole bin.
+//!
+//! `?q=` (API.md "Search") filters the stream on the server: a request that does not match is
+//! sent as `event: filtered` with only its id (`data: {"id": "N"}`), so a page still counts it
+//! and a reconnect resumes after it. The server filters, not the page, because the page cannot
+//! evaluate `body:` or header terms from a summary: it would fetch every arrival to find out,
+//! and it would need a second implementation of the language.
 
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -17,17 +23,17 @@ use hyper::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderValue};
 use hyper::{Request, Response, StatusCode};
 use tokio::sync::{broadcast, mpsc};
 
-use super::ConnInfo;
-use super::api::live_bin;
-use super::body::ChannelBody;
-use super::client::client_ip;
-use super::error::ApiError;
 use super::views;
+use crate::bins::{self, Search};
 use crate::clock::now_ms;
-use crate::ids;
+use crate::ids::{BinId, RequestId};
 use crate::limits::{ClientSlot, Slot};
 use crate::model::RequestSummary;
 use crate::state::AppState;
+use crate::web::ConnInfo;
+use crate::web::body::ChannelBody;
+use crate::web::client::client_ip;
+use crate::web::error::ApiError;
 
 /// A comment line this often keeps proxies and browsers from closing an idle stream.
 const KEEPALIVE: Duration = Duration::from_secs(15);
@@ -37,11 +43,12 @@ const REPLAY_PAGE: usize = 500;
 pub async fn stream(
     state: &Arc<AppState>,
     req: &Request<Incoming>,
-    bin: &str,
+    bin: &BinId,
     conn: &ConnInfo,
-) -> Result<Response<super::body::Body>, ApiError> {
-    live_bin(state, bin, now_ms()).await?;
+) -> Result<Response<crate::web::body::Body>, ApiError> {
+    bins::live(state, bin, now_ms()).await?;
     let last = last_event_id(req)?;
+    let filter = stream_filter(req)?;
     // Held by the feeding task: the client's stream count drops when the stream ends.
     let ip = client_ip(&state.config, conn.peer, req.headers());
     let Some(slot) = state.clients.take(ip, Slot::Stream) else {
@@ -61,11 +68,17 @@ pub async fn stream(
             )
         });
     };
-    let events = state.events.subscribe(bin);
+    let events = state.events.subscribe(bin.as_str());
     let (tx, rx) = mpsc::channel::<Bytes>(64);
-    state
-        .tasks
-        .spawn(feed(state.clone(), bin.to_owned(), last, events, tx, slot));
+    state.tasks.spawn(feed(
+        state.clone(),
+        bin.clone(),
+        last,
+        filter,
+        events,
+        tx,
+        slot,
+    ));
     let mut res = Response::new(ChannelBody(rx).boxed_unsync());
     *res.status_mut() = StatusCode::OK;
     let h = res.headers_mut();
@@ -91,13 +104,23 @@ fn last_event_id(req: &Request<Incoming>) -> Result<Option<i64>, ApiError> {
         // "0": everything from the start: a page rendered while the bin was still empty, or
         // `hookbin forward` resuming after losing the stream before the first event.
         Some("0") => Ok(Some(0)),
-        Some(s) => ids::parse_request_id(s).map(Some).ok_or_else(|| {
+        Some(s) => RequestId::parse(s).map(|id| Some(id.get())).ok_or_else(|| {
             ApiError::bad_request(
                 "invalid_last_event_id",
                 "Last-Event-ID must be a request id",
             )
         }),
     }
+}
+
+/// `?q=`: `None` without one (or a blank one); a bad `q` is `400 invalid_query`.
+fn stream_filter(req: &Request<Incoming>) -> Result<Option<Search>, ApiError> {
+    let q = req.uri().query().and_then(|q| {
+        form_urlencoded::parse(q.as_bytes())
+            .find(|(k, _)| k == "q")
+            .map(|(_, v)| v.into_owned())
+    });
+    Ok(Search::parse(q.as_deref().unwrap_or(""))?)
 }
 
 fn event(summary: &RequestSummary) -> Bytes {
@@ -107,12 +130,51 @@ fn event(summary: &RequestSummary) -> Bytes {
     Bytes::from(out)
 }
 
+/// The event for `summary` under `filter`: the summary when it matches (or there is no filter),
+/// else a `filtered` event with the id only. A request gone before it could be read (deleted,
+/// evicted) is `filtered` too.
+async fn filtered_event(
+    state: &AppState,
+    filter: Option<&Search>,
+    summary: &RequestSummary,
+) -> Bytes {
+    let Some(search) = filter else {
+        return event(summary);
+    };
+    let id = summary.id.get();
+    let stored = match state.store.get_request(&summary.bin_id, id).await {
+        Ok(stored) => stored,
+        Err(e) => {
+            tracing::warn!(bin_id = %summary.bin_id, cause = %e, "event stream filter: read failed");
+            None
+        }
+    };
+    let query = search.query.clone();
+    let limit = Search::decode_limit(state);
+    // Off the async threads: matching a body may mean decoding it.
+    let hit = match stored {
+        Some(r) => tokio::task::spawn_blocking(move || query.matches(&r, limit))
+            .await
+            .unwrap_or(false),
+        None => false,
+    };
+    if hit {
+        event(summary)
+    } else {
+        Bytes::from(format!(
+            "id: {0}\nevent: filtered\ndata: {{\"id\":\"{0}\"}}\n\n",
+            summary.id
+        ))
+    }
+}
+
 /// Sends events until the client goes, the bin goes, or the server shuts down. `_slot` is the
 /// client's stream slot, given back when this ends.
 async fn feed(
     state: Arc<AppState>,
-    bin: String,
+    bin: BinId,
     last: Option<i64>,
+    filter: Option<Search>,
     mut events: broadcast::Receiver<crate::events::Event>,
     tx: mpsc::Sender<Bytes>,
     _slot: ClientSlot,
@@ -126,7 +188,8 @@ async fn feed(
         return;
     }
     let mut last_sent = last.unwrap_or(0);
-    if last.is_some() && !replay(&state, &bin, &mut last_sent, &tx).await {
+    let filter = filter.as_ref();
+    if last.is_some() && !replay(&state, &bin, filter, &mut last_sent, &tx).await {
         return;
     }
     let shutdown = state.shutdown.clone();
@@ -134,9 +197,10 @@ async fn feed(
         tokio::select! {
             received = events.recv() => match received {
                 Ok(summary) => {
-                    let id: i64 = summary.id.parse().unwrap_or(0);
+                    let id = summary.id.get();
                     if id > last_sent {
-                        if tx.send(event(&summary)).await.is_err() {
+                        let event = filtered_event(&state, filter, &summary).await;
+                        if tx.send(event).await.is_err() {
                             return;
                         }
                         last_sent = id;
@@ -144,7 +208,7 @@ async fn feed(
                 }
                 Err(broadcast::error::RecvError::Lagged(_)) => {
                     // Too slow to keep up live: catch up from the database instead.
-                    if !replay(&state, &bin, &mut last_sent, &tx).await {
+                    if !replay(&state, &bin, filter, &mut last_sent, &tx).await {
                         return;
                     }
                 }
@@ -167,14 +231,15 @@ async fn feed(
 /// Sends every stored request after `last_sent`; false when the client has gone.
 async fn replay(
     state: &AppState,
-    bin: &str,
+    bin: &BinId,
+    filter: Option<&Search>,
     last_sent: &mut i64,
     tx: &mpsc::Sender<Bytes>,
 ) -> bool {
     loop {
         let rows = match state
             .store
-            .requests_after(bin, *last_sent, REPLAY_PAGE)
+            .requests_after(bin.as_str(), *last_sent, REPLAY_PAGE)
             .await
         {
             Ok(rows) => rows,
@@ -184,10 +249,14 @@ async fn replay(
             }
         };
         for row in &rows {
-            if tx.send(event(row)).await.is_err() {
+            if tx
+                .send(filtered_event(state, filter, row).await)
+                .await
+                .is_err()
+            {
                 return false;
             }
-            *last_sent = row.id.parse().unwrap_or(*last_sent);
+            *last_sent = row.id.get();
         }
         if rows.len() < REPLAY_PAGE {
             return true;

@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 use crate::clock::rfc3339_ms;
 use crate::model::{Bin, RequestSummary, StoredRequest};
 use crate::response::ResponseSpec;
+use crate::web::query_params;
 
 /// `base` is the public base URL, `capture_base` that of capture URLs (the same unless
 /// `--capture-url` is set), both without a trailing slash.
@@ -40,13 +41,6 @@ pub fn summary(s: &RequestSummary) -> Value {
         "remote_addr": s.remote_addr,
         "received_at": rfc3339_ms(s.received_at),
     })
-}
-
-/// Query parameters decoded as application/x-www-form-urlencoded (`+` is a space), in order.
-pub fn query_params(query: &str) -> Vec<(String, String)> {
-    form_urlencoded::parse(query.as_bytes())
-        .map(|(k, v)| (k.into_owned(), v.into_owned()))
-        .collect()
 }
 
 /// `decode_limit` (`--max-decoded-bytes`) bounds the decoding of an encoded multipart body.

@@ -15,14 +15,13 @@ use super::format::{
 };
 use super::request::{Detail, detail};
 use super::{PageError, PageResult, field, query_param, read_form, render, see_other, shell_quote};
+use crate::bins::{self, Search};
 use crate::clock::{now_ms, rfc3339_ms};
-use crate::http::api::{live_bin, request_page};
-use crate::http::client::capture_base;
-use crate::http::error::ApiError;
-use crate::ids;
+use crate::ids::{self, BinId, RequestId};
 use crate::model::{Bin, RequestSummary};
 use crate::response::ResponseSpec;
 use crate::state::AppState;
+use crate::web::client::capture_base;
 
 /// Rows per page of the request list.
 const PAGE_SIZE: usize = 50;
@@ -47,7 +46,7 @@ pub struct Row {
 impl Row {
     fn new(s: &RequestSummary, href: String, selected: bool, now: i64) -> Self {
         Row {
-            id: s.id.clone(),
+            id: s.id.to_string(),
             href,
             method: s.method.clone(),
             method_class: method_class(&s.method),
@@ -127,7 +126,7 @@ impl ResponseForm {
     }
 
     /// The spec as `PUT /api/bins/{bin}/response` would receive it, validated the same way.
-    fn to_spec(&self, bin: &str) -> Result<ResponseSpec, String> {
+    fn to_spec(&self, bin: &BinId) -> Result<ResponseSpec, String> {
         let number = |text: &str, default: u64| -> Value {
             let text = text.trim();
             if text.is_empty() {
@@ -156,7 +155,7 @@ impl ResponseForm {
             "body": self.body.replace("\r\n", "\n"),
             "delay_ms": number(&self.delay_ms, 0),
         });
-        ResponseSpec::from_json(&value, "", bin).map_err(|e| e.to_string())
+        ResponseSpec::from_json(&value, "", bin.as_str()).map_err(|e| e.to_string())
     }
 }
 
@@ -210,19 +209,37 @@ struct BinPage {
     response_summary: String,
     form: ResponseForm,
     form_open: bool,
+    /// The search box's text (`?q=`), as typed.
+    q: String,
+    /// `?q=` did not parse: why, naming the term.
+    q_error: Option<String>,
+    /// A valid, non-blank `q` filters the list and the live rows.
+    filtered: bool,
+    /// The first page of the list with this page's `q`.
+    list_href: String,
 }
 
-pub async fn page(state: &AppState, req: &Request<Incoming>, bin: &str) -> PageResult {
+pub async fn page(state: &AppState, req: &Request<Incoming>, bin: &BinId) -> PageResult {
+    let q = query_param(req, "q").unwrap_or_default();
+    // A bad query is shown on the page, beside the box, not as an error page: the user fixes
+    // it in place. The list then shows nothing rather than everything, so that an unfiltered
+    // list is never mistaken for results.
+    let (search, q_error) = match Search::parse(&q) {
+        Ok(search) => (search, None),
+        Err(bins::Error::InvalidQuery(e)) => (None, Some(e.to_string())),
+        Err(e) => return Err(PageError::from(e)),
+    };
     let cursor = match query_param(req, "cursor").filter(|c| !c.is_empty()) {
         None => None,
-        Some(c) => Some(ids::decode_cursor(&c).ok_or_else(|| {
+        Some(c) => Some(bins::decode_cursor(&c, search.as_ref()).ok_or_else(|| {
             PageError::new(
                 StatusCode::BAD_REQUEST,
                 "This page link is damaged (unknown cursor).",
             )
         })?),
     };
-    let selected = query_param(req, "req");
+    // `?req=` that is not a request id picks nothing: the page says it is gone.
+    let picked = query_param(req, "req");
     let target = query_param(req, "target");
     render_page(
         state,
@@ -230,8 +247,12 @@ pub async fn page(state: &AppState, req: &Request<Incoming>, bin: &str) -> PageR
         bin,
         PageQuery {
             cursor,
-            selected: selected.as_deref(),
+            picked: picked.is_some(),
+            selected: picked.as_deref().and_then(RequestId::parse),
             target: target.as_deref(),
+            q: &q,
+            search: search.as_ref(),
+            q_error,
         },
         None,
     )
@@ -239,43 +260,65 @@ pub async fn page(state: &AppState, req: &Request<Incoming>, bin: &str) -> PageR
 }
 
 struct PageQuery<'a> {
-    cursor: Option<i64>,
-    selected: Option<&'a str>,
+    cursor: Option<RequestId>,
+    /// `?req=` was given, valid or not.
+    picked: bool,
+    selected: Option<RequestId>,
     target: Option<&'a str>,
+    /// `?q=` as typed (kept in every link of the page).
+    q: &'a str,
+    search: Option<&'a Search>,
+    q_error: Option<String>,
 }
 
 async fn render_page(
     state: &AppState,
     headers: &HeaderMap,
-    bin_id: &str,
+    bin_id: &BinId,
     query: PageQuery<'_>,
     rejected: Option<ResponseForm>,
 ) -> PageResult {
     let now = now_ms();
-    live_bin(state, bin_id, now).await?;
-    let bin: Bin = state
-        .store
-        .get_bin(bin_id, now)
-        .await?
-        .ok_or_else(|| PageError::from(ApiError::bin_not_found()))?;
-    let (summaries, older) = request_page(state, bin_id, query.cursor, PAGE_SIZE).await?;
+    let bin: Bin = bins::get(state, bin_id, now).await?;
+    // Read before the search: the stream resumes after it, so that a request arriving during
+    // the search is sent live (the page skips one it already shows).
+    let last_id = match query.search {
+        Some(_) => bins::last_request_id(state, bin_id).await?,
+        None => 0,
+    };
+    let (summaries, older) = match query.q_error {
+        Some(_) => (Vec::new(), None),
+        None => bins::search(state, bin_id, query.search, query.cursor, PAGE_SIZE).await?,
+    };
+    let filtered = query.search.is_some();
+    let q_suffix = if query.q.is_empty() {
+        String::new()
+    } else {
+        format!("&q={}", encode_param(query.q))
+    };
+    let search_text = query.search.map_or("", |s| s.text.as_str());
     let page_suffix = query
         .cursor
-        .map(|c| format!("&cursor={}", ids::encode_cursor(c)))
+        .map(|c| format!("&cursor={}", ids::encode_search_cursor(c, search_text)))
         .unwrap_or_default();
 
     // The selected request: the one asked for, else the newest on this page.
-    let wanted = match query.selected {
-        Some(id) => ids::parse_request_id(id),
-        None => summaries.first().and_then(|s| s.id.parse().ok()),
+    let wanted = if query.picked {
+        query.selected
+    } else {
+        summaries.first().map(|s| s.id)
     };
     let base = capture_base(&state.config, headers);
     let stored = match wanted {
-        Some(id) => state.store.get_request(bin_id, id).await?,
+        Some(id) => match bins::find_request(state, bin_id, id).await {
+            Ok(r) => Some(r),
+            Err(bins::Error::RequestNotFound) => None,
+            Err(e) => return Err(e.into()),
+        },
         None => None,
     };
-    let missing = query.selected.is_some() && stored.is_none();
-    let selected_id = stored.as_ref().map(|r| r.id.clone());
+    let missing = query.picked && stored.is_none();
+    let selected_id = stored.as_ref().map(|r| r.id);
     let selected = match stored {
         Some(r) => Some(detail(state, r, &base, query.target, false).await?.0),
         None => None,
@@ -284,12 +327,16 @@ async fn render_page(
     let rows = summaries
         .iter()
         .map(|s| {
-            let href = format!("/bins/{bin_id}?req={}{page_suffix}", s.id);
-            Row::new(s, href, selected_id.as_deref() == Some(s.id.as_str()), now)
+            let href = format!("/bins/{bin_id}?req={}{q_suffix}{page_suffix}", s.id);
+            Row::new(s, href, selected_id == Some(s.id), now)
         })
         .collect();
     let first_page = query.cursor.is_none();
     let stream_url = match (first_page, summaries.first()) {
+        // Filtered: the server filters the stream too, from the bin's newest request on.
+        (true, _) if filtered => {
+            format!("/api/bins/{bin_id}/stream?last_event_id={last_id}{q_suffix}")
+        }
         (true, Some(newest)) => format!("/api/bins/{bin_id}/stream?last_event_id={}", newest.id),
         // An empty bin: replay from the start, so a request that lands between this render and
         // the stream's start still shows up.
@@ -300,16 +347,18 @@ async fn render_page(
     let spec = bin
         .response
         .as_deref()
-        .and_then(|j| ResponseSpec::from_stored(j, bin_id).ok());
+        .and_then(|j| ResponseSpec::from_stored(j, bin_id.as_str()).ok());
     let capture_url = format!("{base}/r/{bin_id}");
     let form_open = rejected.is_some();
     let status = if rejected.is_some() {
         StatusCode::UNPROCESSABLE_ENTITY
+    } else if query.q_error.is_some() {
+        StatusCode::BAD_REQUEST
     } else {
         StatusCode::OK
     };
     let page = BinPage {
-        bin: bin_id.to_owned(),
+        bin: bin_id.to_string(),
         example_curl: format!(
             "curl -X POST {} -H 'Content-Type: application/json' -d '{{\"hello\":\"world\"}}'",
             shell_quote(&capture_url)
@@ -322,54 +371,65 @@ async fn render_page(
         cap: state.config.max_requests_per_bin,
         rows,
         blank_row: Some(Row::blank()),
-        newest_href: (!first_page).then(|| format!("/bins/{bin_id}")),
-        older_href: older.map(|c| format!("/bins/{bin_id}?cursor={c}")),
+        newest_href: (!first_page).then(|| list_href(bin_id, query.q)),
+        older_href: older.map(|c| format!("/bins/{bin_id}?cursor={c}{q_suffix}")),
         stream_url,
         first_page,
         selected,
-        picked: query.selected.is_some(),
+        picked: query.picked,
         missing,
         response_active: spec.is_some(),
         response_summary: response_summary(spec.as_ref()),
         form: rejected.unwrap_or_else(|| ResponseForm::from_spec(spec.as_ref())),
         form_open,
+        list_href: list_href(bin_id, query.q),
+        q: query.q.to_owned(),
+        q_error: query.q_error,
+        filtered,
     };
     render(status, &page)
 }
 
-pub async fn delete_bin(state: &Arc<AppState>, req: Request<Incoming>, bin: &str) -> PageResult {
-    read_form(state, req).await?;
-    live_bin(state, bin, now_ms()).await?;
-    if state.store.delete_bin(bin).await? {
-        state
-            .metrics
-            .bins_deleted
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        tracing::info!(bin_id = %bin, "bin deleted from its page");
+/// The first page of the list, filtered by `q` when there is one.
+fn list_href(bin: &BinId, q: &str) -> String {
+    if q.is_empty() {
+        format!("/bins/{bin}")
+    } else {
+        format!("/bins/{bin}?q={}", encode_param(q))
     }
+}
+
+/// `text` as a query parameter value (`application/x-www-form-urlencoded`).
+fn encode_param(text: &str) -> String {
+    form_urlencoded::byte_serialize(text.as_bytes()).collect()
+}
+
+pub async fn delete_bin(state: &Arc<AppState>, req: Request<Incoming>, bin: &BinId) -> PageResult {
+    read_form(state, req).await?;
+    // Gone between the check and the delete is fine: it is gone, as the user wanted.
+    bins::delete(state, bin).await?;
     Ok(see_other("/?deleted=1"))
 }
 
-pub async fn clear(state: &Arc<AppState>, req: Request<Incoming>, bin: &str) -> PageResult {
+pub async fn clear(state: &Arc<AppState>, req: Request<Incoming>, bin: &BinId) -> PageResult {
     read_form(state, req).await?;
-    live_bin(state, bin, now_ms()).await?;
-    state.store.clear_requests(bin).await?;
+    bins::clear_requests(state, bin).await?;
     Ok(see_other(&format!("/bins/{bin}")))
 }
 
-pub async fn set_response(state: &Arc<AppState>, req: Request<Incoming>, bin: &str) -> PageResult {
+pub async fn set_response(
+    state: &Arc<AppState>,
+    req: Request<Incoming>,
+    bin: &BinId,
+) -> PageResult {
     let headers = req.headers().clone();
     let form = read_form(state, req).await?;
     let now = now_ms();
-    live_bin(state, bin, now).await?;
+    bins::live(state, bin, now).await?;
     let mut typed = ResponseForm::from_form(&form);
     match typed.to_spec(bin) {
         Ok(spec) => {
-            state
-                .store
-                .set_response(bin, Some(Arc::new(spec)), now)
-                .await?
-                .ok_or_else(|| PageError::from(ApiError::bin_not_found()))?;
+            bins::set_response(state, bin, Some(spec), now).await?;
             Ok(see_other(&format!("/bins/{bin}#response")))
         }
         Err(message) => {
@@ -377,8 +437,12 @@ pub async fn set_response(state: &Arc<AppState>, req: Request<Incoming>, bin: &s
             typed.error = Some(message);
             let query = PageQuery {
                 cursor: None,
+                picked: false,
                 selected: None,
                 target: None,
+                q: "",
+                search: None,
+                q_error: None,
             };
             render_page(state, &headers, bin, query, Some(typed)).await
         }
@@ -388,11 +452,9 @@ pub async fn set_response(state: &Arc<AppState>, req: Request<Incoming>, bin: &s
 pub async fn clear_response(
     state: &Arc<AppState>,
     req: Request<Incoming>,
-    bin: &str,
+    bin: &BinId,
 ) -> PageResult {
     read_form(state, req).await?;
-    let now = now_ms();
-    live_bin(state, bin, now).await?;
-    state.store.set_response(bin, None, now).await?;
+    bins::set_response(state, bin, None, now_ms()).await?;
     Ok(see_other(&format!("/bins/{bin}#response")))
 }

@@ -7,10 +7,11 @@ use hyper::body::Incoming;
 use hyper::{Request, StatusCode};
 
 use super::{PageResult, check_same_site, query_param, render, see_other};
+use crate::bins;
 use crate::clock::now_ms;
-use crate::http::client::{capture_base, client_ip};
-use crate::http::{ConnInfo, api};
 use crate::state::AppState;
+use crate::web::ConnInfo;
+use crate::web::client::{capture_base, client_ip};
 
 #[derive(Template)]
 #[template(path = "home.html")]
@@ -40,8 +41,8 @@ pub async fn create_bin(
 ) -> PageResult {
     check_same_site(state, &req)?;
     let ip = client_ip(&state.config, conn.peer, req.headers());
-    api::admit_new_bin(state, ip, now_ms())?;
-    let id = crate::ids::new_bin_id();
-    let bin = api::store_new_bin(state, id, ip, state.config.bin_ttl, None).await?;
+    bins::admit(state, ip, now_ms())?;
+    let id = crate::ids::BinId::new();
+    let bin = bins::create(state, id, ip, state.config.bin_ttl, None).await?;
     Ok(see_other(&format!("/bins/{}", bin.id)))
 }

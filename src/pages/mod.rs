@@ -34,10 +34,11 @@ use hyper::body::Incoming;
 use hyper::header::{CACHE_CONTROL, HeaderValue, LOCATION};
 use hyper::{Method, Request, Response, StatusCode};
 
-use crate::http::ConnInfo;
-use crate::http::body::{self as http_body, Body};
-use crate::http::error::ApiError;
+use crate::bins;
 use crate::state::AppState;
+use crate::web::ConnInfo;
+use crate::web::body::{self as http_body, Body};
+use crate::web::error::ApiError;
 
 /// The Content-Security-Policy of every HTML page: our own script and style files only.
 pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
@@ -57,22 +58,61 @@ pub async fn route(
     let get = method == Method::GET || method == Method::HEAD;
     let post = method == Method::POST;
     let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    // Ids are parsed here, once: a malformed one is the same 404 page as an unknown one. A
+    // form from another site is refused first, whatever its ids (as `read_form` would).
+    let same_site = || {
+        if post {
+            check_same_site(state, &req)
+        } else {
+            Ok(())
+        }
+    };
+    let bin_id = |bin: &str| {
+        same_site()?;
+        bins::bin_id(bin).map_err(PageError::from)
+    };
+    let ids = async |bin: &str, id: &str| {
+        same_site()?;
+        bins::path_ids(state, bin, id)
+            .await
+            .map_err(PageError::from)
+    };
     let result = match segments.as_slice() {
         [""] if get => home::page(state, &req),
         ["static", name] if get => Ok(static_file(name, req.uri().query())),
         ["bins"] if post => home::create_bin(state, req, conn).await,
-        ["bins", bin] if get => bin::page(state, &req, bin).await,
-        ["bins", bin, "delete"] if post => bin::delete_bin(state, req, bin).await,
-        ["bins", bin, "clear"] if post => bin::clear(state, req, bin).await,
-        ["bins", bin, "response"] if post => bin::set_response(state, req, bin).await,
-        ["bins", bin, "response", "clear"] if post => bin::clear_response(state, req, bin).await,
-        ["bins", bin, "requests", id] if get => request::page(state, &req, bin, id).await,
-        ["bins", bin, "requests", id, "delete"] if post => {
-            request::delete(state, req, bin, id).await
-        }
-        ["bins", bin, "requests", id, "verify"] if post => {
-            request::verify(state, req, bin, id).await
-        }
+        ["bins", bin] if get => match bin_id(bin) {
+            Ok(bin) => bin::page(state, &req, &bin).await,
+            Err(e) => Err(e),
+        },
+        ["bins", bin, "delete"] if post => match bin_id(bin) {
+            Ok(bin) => bin::delete_bin(state, req, &bin).await,
+            Err(e) => Err(e),
+        },
+        ["bins", bin, "clear"] if post => match bin_id(bin) {
+            Ok(bin) => bin::clear(state, req, &bin).await,
+            Err(e) => Err(e),
+        },
+        ["bins", bin, "response"] if post => match bin_id(bin) {
+            Ok(bin) => bin::set_response(state, req, &bin).await,
+            Err(e) => Err(e),
+        },
+        ["bins", bin, "response", "clear"] if post => match bin_id(bin) {
+            Ok(bin) => bin::clear_response(state, req, &bin).await,
+            Err(e) => Err(e),
+        },
+        ["bins", bin, "requests", id] if get => match ids(bin, id).await {
+            Ok(ids) => request::page(state, &req, ids).await,
+            Err(e) => Err(e),
+        },
+        ["bins", bin, "requests", id, "delete"] if post => match ids(bin, id).await {
+            Ok(ids) => request::delete(state, req, ids).await,
+            Err(e) => Err(e),
+        },
+        ["bins", bin, "requests", id, "verify"] if post => match ids(bin, id).await {
+            Ok(ids) => request::verify(state, req, ids).await,
+            Err(e) => Err(e),
+        },
         [""] | ["static", _] | ["bins", _] | ["bins", _, "requests", _] => {
             Err(PageError::method_not_allowed("GET, HEAD"))
         }
@@ -143,7 +183,7 @@ impl PageError {
             // The plain-text fallback of the error page itself.
             Err(_) => secure(http_body::text(self.status, self.message.clone())),
         };
-        crate::http::error::add_retry_and_allow(&mut res, self.retry_after, self.allow);
+        crate::web::error::add_retry_and_allow(&mut res, self.retry_after, self.allow);
         res
     }
 }
@@ -168,8 +208,8 @@ impl From<ApiError> for PageError {
     }
 }
 
-impl From<crate::storage::StoreError> for PageError {
-    fn from(e: crate::storage::StoreError) -> Self {
+impl From<bins::Error> for PageError {
+    fn from(e: bins::Error) -> Self {
         ApiError::from(e).into()
     }
 }
@@ -221,10 +261,10 @@ fn see_other(location: &str) -> Response<Body> {
 }
 
 /// Refuses a form POST that a browser says came from another site or origin
-/// ([`crate::http::client::is_cross_site`]). (Without the bin id a foreign page can do little,
+/// ([`crate::web::client::is_cross_site`]). (Without the bin id a foreign page can do little,
 /// but it should not even create bins in a user's name.)
 fn check_same_site(state: &AppState, req: &Request<Incoming>) -> Result<(), PageError> {
-    if crate::http::client::is_cross_site(&state.config, req.headers()) {
+    if crate::web::client::is_cross_site(&state.config, req.headers()) {
         return Err(PageError::new(
             StatusCode::FORBIDDEN,
             "Forms on this site can only be sent from its own pages.",
@@ -242,12 +282,9 @@ async fn read_form(
     req: Request<Incoming>,
 ) -> Result<Vec<(String, String)>, PageError> {
     check_same_site(state, &req)?;
-    let bytes = crate::http::api::read_small_body(
-        req.into_body(),
-        MAX_FORM_BYTES,
-        state.config.body_timeout,
-    )
-    .await?;
+    let bytes =
+        http_body::read_small_body(req.into_body(), MAX_FORM_BYTES, state.config.body_timeout)
+            .await?;
     Ok(form_urlencoded::parse(&bytes)
         .map(|(k, v)| (k.into_owned(), v.into_owned()))
         .collect())

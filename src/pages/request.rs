@@ -10,13 +10,13 @@ use super::body::{BodyView, PAGE_CAPS, PANE_CAPS, Panel};
 use super::format::{absolute_time, exact_bytes, human_size, method_class};
 use super::integrations::{self, VERIFY_SCHEMES, Verification};
 use super::{PageError, PageResult, field, query_param, read_form, render, see_other};
-use crate::clock::{now_ms, rfc3339_ms};
-use crate::http::api::{find_request, live_bin};
-use crate::http::client::capture_base;
-use crate::http::views::query_params;
-use crate::ids;
+use crate::bins;
+use crate::clock::rfc3339_ms;
+use crate::ids::{BinId, RequestId};
 use crate::model::StoredRequest;
 use crate::state::AppState;
+use crate::web::client::capture_base;
+use crate::web::query_params;
 
 /// Header values longer than this are folded behind a "show all" toggle.
 const LONG_HEADER: usize = 300;
@@ -103,7 +103,7 @@ impl Detail {
             .collect();
         Detail {
             bin: r.bin_id.clone(),
-            id: r.id.clone(),
+            id: r.id.to_string(),
             method: r.method.clone(),
             method_class: method_class(&r.method),
             url,
@@ -130,7 +130,7 @@ impl Detail {
             } else {
                 format!("/bins/{}", r.bin_id)
             },
-            curl_form_req: (!standalone).then(|| r.id.clone()),
+            curl_form_req: (!standalone).then(|| r.id.to_string()),
             verification: None,
             schemes: VERIFY_SCHEMES.iter().map(|s| (*s, false)).collect(),
             standalone,
@@ -154,7 +154,7 @@ pub async fn detail(
         (d, r)
     })
     .await
-    .map_err(|e| crate::http::error::ApiError::internal("rendering a request", &e).into())
+    .map_err(|e| crate::web::error::ApiError::internal("rendering a request", &e).into())
 }
 
 /// The pieces of [`Panel`] the template matches on, so it needs no enum paths.
@@ -200,8 +200,12 @@ struct RequestPage {
     detail: Detail,
 }
 
-pub async fn page(state: &AppState, req: &Request<Incoming>, bin: &str, id: &str) -> PageResult {
-    let stored = find_request(state, bin, id).await?;
+pub async fn page(
+    state: &AppState,
+    req: &Request<Incoming>,
+    (bin, id): (BinId, RequestId),
+) -> PageResult {
+    let stored = bins::find_request(state, &bin, id).await?;
     let base = capture_base(&state.config, req.headers());
     let target = query_param(req, "target");
     let (detail, _) = detail(state, stored, &base, target.as_deref(), true).await?;
@@ -217,15 +221,11 @@ pub async fn page(state: &AppState, req: &Request<Incoming>, bin: &str, id: &str
 pub async fn delete(
     state: &Arc<AppState>,
     req: Request<Incoming>,
-    bin: &str,
-    id: &str,
+    (bin, id): (BinId, RequestId),
 ) -> PageResult {
     read_form(state, req).await?;
-    live_bin(state, bin, now_ms()).await?;
-    let id = ids::parse_request_id(id)
-        .ok_or_else(|| PageError::not_found("This bin has no such request."))?;
     // Already gone (deleted in another tab, or evicted) is fine: the list is what the user wants.
-    state.store.delete_request(bin, id).await?;
+    bins::delete_request(state, &bin, id).await?;
     Ok(see_other(&format!("/bins/{bin}")))
 }
 
@@ -234,12 +234,11 @@ pub async fn delete(
 pub async fn verify(
     state: &Arc<AppState>,
     req: Request<Incoming>,
-    bin: &str,
-    id: &str,
+    (bin, id): (BinId, RequestId),
 ) -> PageResult {
     let base = capture_base(&state.config, req.headers());
     let form = read_form(state, req).await?;
-    let stored = find_request(state, bin, id).await?;
+    let stored = bins::find_request(state, &bin, id).await?;
     let scheme = field(&form, "scheme");
     let scheme = (!scheme.is_empty()).then_some(scheme);
     let (mut detail, stored) = detail(state, stored, &base, None, true).await?;
@@ -269,7 +268,7 @@ mod tests {
 
     fn stored() -> StoredRequest {
         StoredRequest {
-            id: "7".into(),
+            id: crate::ids::RequestId::from_row(7),
             received_at: 1_750_000_000_000,
             ..StoredRequest::sample(
                 "0123456789abcdefghij",

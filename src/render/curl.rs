@@ -277,7 +277,7 @@ mod tests {
 
     fn req(method: &str, headers: Headers, body: &[u8]) -> StoredRequest {
         StoredRequest {
-            id: "7".into(),
+            id: crate::ids::RequestId::from_row(7),
             method: method.into(),
             received_at: 1_700_000_000_000,
             ..StoredRequest::sample(

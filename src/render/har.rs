@@ -162,7 +162,7 @@ mod tests {
 
     fn stored(id: &str, headers: &[(&str, &[u8])], body: &[u8]) -> StoredRequest {
         StoredRequest {
-            id: id.into(),
+            id: crate::ids::RequestId::parse(id).unwrap(),
             remote_addr: "10.0.0.1".into(),
             received_at: 1_700_000_000_123,
             ..StoredRequest::sample(

@@ -35,7 +35,11 @@ pub enum StoreError {
     #[error("database schema: {0}")]
     Schema(String),
     #[error("database error: {0}")]
-    Sqlite(#[from] rusqlite::Error),
+    Sqlite(rusqlite::Error),
+    /// The disk (or the filesystem) holding the database is full: nothing of the operation was
+    /// stored. Captures answer `507 storage_full`; reads and deletes keep working.
+    #[error("the database's disk is full: {0}")]
+    Full(String),
     /// A PostgreSQL statement failed (the server answered with an error).
     #[error("database error: {0}")]
     Postgres(String),
@@ -59,6 +63,21 @@ pub enum StoreError {
     ReadTask(String),
 }
 
+impl From<rusqlite::Error> for StoreError {
+    fn from(e: rusqlite::Error) -> Self {
+        if is_disk_full(&e) {
+            StoreError::Full(e.to_string())
+        } else {
+            StoreError::Sqlite(e)
+        }
+    }
+}
+
+/// SQLite's "database or disk is full" (SQLITE_FULL): also what a filesystem quota gives.
+pub(crate) fn is_disk_full(e: &rusqlite::Error) -> bool {
+    e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull)
+}
+
 impl StoreError {
     fn open(path: &Path, e: rusqlite::Error) -> Self {
         StoreError::Open {
@@ -66,6 +85,24 @@ impl StoreError {
             reason: e.to_string(),
         }
     }
+}
+
+/// How much one search page may scan before it stops and hands back a cursor to go on from.
+#[derive(Debug, Clone, Copy)]
+pub struct ScanBudget {
+    pub max_rows: usize,
+    /// Stored body bytes read (the decoded size is bounded by the matcher's own limit).
+    pub max_bytes: usize,
+    /// Wall time: decoding is what a budget of rows and bytes cannot bound.
+    pub max_time: std::time::Duration,
+}
+
+/// One page of a search: the matches (newest first) and, when the scan did not reach the
+/// bin's oldest request, the id to resume below.
+#[derive(Debug, Clone, Default)]
+pub struct SearchPage {
+    pub rows: Vec<RequestSummary>,
+    pub resume_before: Option<i64>,
 }
 
 /// Where the data lives: what `--db` names.
@@ -124,10 +161,18 @@ pub struct NewCapture {
     pub headers_blob: Vec<u8>,
     pub content_type: Option<String>,
     pub max_per_bin: u64,
+    /// `--max-bin-bytes`: the bin's oldest requests are evicted beyond this many stored bytes.
+    pub max_bin_bytes: u64,
 }
 
 impl NewCapture {
-    fn new(request: StoredRequest, max_per_bin: u64) -> Box<Self> {
+    /// What this request adds to its bin's `bytes_used`: the stored body and header bytes (the
+    /// same measure as `length(body) + length(headers)` in SQL).
+    pub fn stored_bytes(&self) -> u64 {
+        (self.request.body.len() + self.headers_blob.len()) as u64
+    }
+
+    fn new(request: StoredRequest, max_per_bin: u64, max_bin_bytes: u64) -> Box<Self> {
         Box::new(NewCapture {
             headers_blob: headers::encode(&request.headers),
             // PostgreSQL's text cannot hold NUL: the list column gets U+FFFD instead (the
@@ -135,6 +180,7 @@ impl NewCapture {
             content_type: request.content_type().map(|t| t.replace('\0', "\u{fffd}")),
             request,
             max_per_bin,
+            max_bin_bytes,
         })
     }
 }
@@ -276,6 +322,13 @@ impl Store {
         }
     }
 
+    /// Bytes of the database in use, as of the last committed batch (SQLite: its pages holding
+    /// data; PostgreSQL: `pg_database_size`, refreshed at most once a second). What
+    /// `--max-db-bytes` compares.
+    pub fn used_bytes(&self) -> u64 {
+        dispatch!(self, s => s.used_bytes())
+    }
+
     /// Writes waiting for the writer right now.
     pub fn queue_depth(&self) -> usize {
         dispatch!(self, s => s.queue_depth())
@@ -336,9 +389,10 @@ impl Store {
         &self,
         request: StoredRequest,
         max_per_bin: u64,
+        max_bin_bytes: u64,
     ) -> Result<PendingCapture, StoreError> {
         // Derived columns are prepared here, on the caller's thread, to keep the writer lean.
-        let capture = NewCapture::new(request, max_per_bin);
+        let capture = NewCapture::new(request, max_per_bin, max_bin_bytes);
         dispatch!(self, s => s.try_capture(capture))
     }
 
@@ -351,6 +405,25 @@ impl Store {
         limit: usize,
     ) -> Result<Vec<RequestSummary>, StoreError> {
         dispatch!(self, s => s.list_requests(bin, before, limit).await)
+    }
+
+    /// One page of a search: the summaries of requests older than `before` (newest first) that
+    /// `keep` accepts, at most `limit`, scanning within `budget`; see [`SearchPage`]. `with_body`:
+    /// whether `keep` looks at bodies (they are not read otherwise). `keep` runs on a blocking
+    /// thread.
+    pub async fn search_requests<F>(
+        &self,
+        bin: &str,
+        before: Option<i64>,
+        limit: usize,
+        with_body: bool,
+        budget: ScanBudget,
+        keep: F,
+    ) -> Result<SearchPage, StoreError>
+    where
+        F: Fn(&StoredRequest) -> bool + Send + 'static,
+    {
+        dispatch!(self, s => s.search_requests(bin, before, limit, with_body, budget, keep).await)
     }
 
     /// Summaries with an id above `after`, oldest first (event-stream replay).

@@ -17,7 +17,7 @@ const BODY: &[u8] = br#"{"event":"ping","attempt":1}"#;
 
 fn request(headers: &[(&str, &str)], body: &[u8]) -> StoredRequest {
     StoredRequest {
-        id: "7".into(),
+        id: crate::ids::RequestId::from_row(7),
         received_at: NOW * 1000,
         ..StoredRequest::sample("abc", "", "", headers, body)
     }

@@ -594,3 +594,44 @@ fn delayed_responses_hold_no_worker_or_database_connection() {
         }
     });
 }
+
+/// Ids are parsed once, where the path is read (issue 14): a malformed bin or request id is the
+/// same 404 as an unknown one, on the API, on capture and on the pages, and an unknown bin is
+/// named before a malformed request id.
+#[test]
+fn malformed_ids_are_the_same_404_as_unknown_ones() {
+    let s = Server::start(&[]);
+    let bin = s.create_bin();
+    let unknown = "0123456789abcdefghij";
+    for bad in ["Not-A-Bin-Id", "short", "ABCDEFGHIJKLMNOPQRST", "%00"] {
+        s.get(&format!("/api/bins/{bad}"))
+            .assert_error(404, "bin_not_found");
+        s.delete(&format!("/api/bins/{bad}"))
+            .assert_error(404, "bin_not_found");
+        s.get(&format!("/api/bins/{bad}/requests"))
+            .assert_error(404, "bin_not_found");
+        s.get(&format!("/api/bins/{bad}/requests/1"))
+            .assert_error(404, "bin_not_found");
+        s.request("POST", &format!("/r/{bad}"), &[], b"x")
+            .assert_error(404, "bin_not_found");
+        assert_eq!(s.get(&format!("/bins/{bad}")).status, 404);
+        assert_eq!(s.get(&format!("/bins/{bad}/requests/1")).status, 404);
+    }
+    for bad in ["abc", "0", "01", "-1"] {
+        s.get(&format!("/api/bins/{unknown}/requests/{bad}"))
+            .assert_error(404, "bin_not_found");
+        s.get(&format!("/api/bins/{bin}/requests/{bad}"))
+            .assert_error(404, "request_not_found");
+        s.get(&format!("/api/bins/{bin}/requests/{bad}/curl"))
+            .assert_error(404, "request_not_found");
+        s.delete(&format!("/api/bins/{bin}/requests/{bad}"))
+            .assert_error(404, "request_not_found");
+        assert_eq!(s.get(&format!("/bins/{bin}/requests/{bad}")).status, 404);
+    }
+    // A method the route does not take is still a 405, whatever the ids.
+    assert_eq!(
+        s.request("PATCH", "/api/bins/Not-A-Bin-Id", &[], b"")
+            .status,
+        405
+    );
+}

@@ -14,6 +14,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 
 use super::send::{Run, hookbin};
+use super::tools::{self, available, run_ok};
 
 /// Pinned to the versions the shared vectors were made and checked with.
 const PYTHON_PACKAGES: [&str; 4] = [
@@ -31,53 +32,18 @@ const TWILIO: &str = "5f20491516d714049ed85a7737c74682";
 const GITHUB: &str = "It's a Secret to Everybody";
 
 fn tools_dir() -> PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR")).join("provider-libraries")
-}
-
-fn run_ok(cmd: &mut Command, what: &str) -> Result<(), String> {
-    let out = cmd
-        .output()
-        .map_err(|e| format!("{what}: cannot run: {e}"))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "{what}: {}\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        ))
-    }
+    tools::tools_dir("provider-libraries")
 }
 
 /// The venv's python, with the provider packages installed (once per build directory).
 fn python() -> Option<&'static Path> {
     static PYTHON: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     let result = PYTHON.get_or_init(|| {
-        let venv = tools_dir().join("venv");
-        let python = venv.join("bin/python");
-        let marker = venv.join("installed.txt");
-        let wanted = PYTHON_PACKAGES.join("\n");
         // Written here, once, so that tests running at once never read a half-written script.
         std::fs::create_dir_all(tools_dir()).map_err(|e| e.to_string())?;
         std::fs::write(tools_dir().join("receiver.py"), PYTHON_RECEIVER)
             .map_err(|e| e.to_string())?;
-        if std::fs::read_to_string(&marker).is_ok_and(|m| m == wanted) {
-            return Ok(python);
-        }
-        run_ok(
-            Command::new("python3")
-                .args(["-m", "venv", "--clear"])
-                .arg(&venv),
-            "python3 -m venv",
-        )?;
-        run_ok(
-            Command::new(&python)
-                .args(["-m", "pip", "install", "-q", "--disable-pip-version-check"])
-                .args(PYTHON_PACKAGES),
-            "pip install",
-        )?;
-        std::fs::write(&marker, wanted).map_err(|e| e.to_string())?;
-        Ok(python)
+        tools::venv("provider-libraries", &PYTHON_PACKAGES)
     });
     available(
         result,
@@ -111,22 +77,6 @@ fn octokit() -> Option<&'static Path> {
         result,
         "node and npm, and the npm package @octokit/webhooks-methods",
     )
-}
-
-fn available<'a>(result: &'a Result<PathBuf, String>, what: &str) -> Option<&'a Path> {
-    match result {
-        Ok(path) => Some(path),
-        Err(e) if std::env::var("CI").is_ok_and(|v| v == "true") => {
-            panic!("CI=true and {what} could not be installed: {e}")
-        }
-        Err(e) => {
-            eprintln!(
-                "\n*** SKIPPED: needs {what} ({e}).\n*** Install python3-venv, nodejs and npm to \
-                 run this test.\n"
-            );
-            None
-        }
-    }
 }
 
 /// A receiver process; killed (by its handle) on drop.

@@ -273,7 +273,7 @@ pub fn stored(
     http_version: &str,
 ) -> StoredRequest {
     StoredRequest {
-        id: "1".into(),
+        id: hookbin::ids::RequestId::from_row(1),
         bin_id: "0123456789abcdefgh".into(),
         method: method.into(),
         path: format!("/r/0123456789abcdefgh{subpath}"),

@@ -30,7 +30,7 @@ fn stored(headers: &[Header], content_type: &str, body: &[u8]) -> StoredRequest 
             .map(|h| HeaderPair::new(h.name.as_str(), h.value.as_str())),
     );
     StoredRequest {
-        id: "1".into(),
+        id: hookbin::ids::RequestId::from_row(1),
         bin_id: "0123456789abcdefgh".into(),
         method: "POST".into(),
         path: "/r/0123456789abcdefgh".into(),

@@ -84,7 +84,7 @@ pub(crate) fn load() -> Vec<Vector> {
 fn request(v: &Vector) -> StoredRequest {
     let body = BASE64.decode(&v.body_base64).expect("body_base64 decodes");
     StoredRequest {
-        id: "1".into(),
+        id: hookbin::ids::RequestId::from_row(1),
         bin_id: "0123456789abcdefgh".into(),
         method: "POST".into(),
         path: "/r/0123456789abcdefgh".into(),

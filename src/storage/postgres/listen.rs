@@ -73,10 +73,8 @@ fn publish(shared: &Shared, summaries: Vec<RequestSummary>) {
     {
         let mut relay = shared.relay();
         for s in &summaries {
-            if let Ok(id) = s.id.parse::<i64>() {
-                let seen = relay.seen.entry(s.bin_id.clone()).or_default();
-                *seen = (*seen).max(id);
-            }
+            let seen = relay.seen.entry(s.bin_id.clone()).or_default();
+            *seen = (*seen).max(s.id.get());
         }
     }
     for summary in summaries {
@@ -259,10 +257,10 @@ async fn catch_up(pool: &Pool, shared: &Shared, bin: &str, mut from: i64, upto: 
         let full = rows.len() == PAGE;
         let rows: Vec<RequestSummary> = rows
             .into_iter()
-            .filter(|r| upto.is_none_or(|u| r.id.parse::<i64>().is_ok_and(|id| id <= u)))
+            .filter(|r| upto.is_none_or(|u| r.id.get() <= u))
             .collect();
         if let Some(last) = rows.last() {
-            from = last.id.parse().unwrap_or(from);
+            from = last.id.get();
         }
         let done = !full || rows.is_empty() || upto.is_some_and(|u| from >= u);
         publish(shared, rows);

@@ -28,6 +28,7 @@ mod schema;
 mod writer;
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
@@ -37,7 +38,8 @@ use tokio::task::JoinHandle;
 use tokio_postgres::NoTls;
 
 use super::{
-    BinEntry, NewCapture, PendingCapture, ReapProgress, StoreConfig, StoreError, stored_response,
+    BinEntry, NewCapture, PendingCapture, ReapProgress, ScanBudget, SearchPage, StoreConfig,
+    StoreError, stored_response,
 };
 use crate::events::EventHub;
 use crate::model::{Bin, RequestSummary, StoredRequest};
@@ -126,6 +128,8 @@ struct Shared {
     /// This process's name in NOTIFY payloads, to tell its own commits from other nodes'.
     node: String,
     relay: Mutex<listen::Relay>,
+    /// `pg_database_size`, refreshed by the writer at most once a second.
+    used_bytes: AtomicU64,
 }
 
 impl Shared {
@@ -212,7 +216,9 @@ impl PgStore {
             bins: RwLock::new(HashMap::new()),
             node: node_name(),
             relay: Mutex::new(listen::Relay::default()),
+            used_bytes: AtomicU64::new(0),
         });
+        writer::refresh_size(&pool, &shared).await;
         // The first LISTEN before serving: a stream opened on this node from now on sees every
         // node's commits.
         let connection = listen::connect(&pg)
@@ -243,6 +249,10 @@ impl PgStore {
                 stop,
             },
         ))
+    }
+
+    pub fn used_bytes(&self) -> u64 {
+        self.shared.used_bytes.load(Ordering::Relaxed)
     }
 
     pub fn queue_depth(&self) -> usize {
@@ -384,6 +394,65 @@ impl PgStore {
         .await
     }
 
+    /// A search page (see [`super::Store::search_requests`]): rows are fetched in chunks and
+    /// matched on a blocking thread, within the same budget as on SQLite.
+    pub async fn search_requests<F>(
+        &self,
+        bin: &str,
+        before: Option<i64>,
+        limit: usize,
+        with_body: bool,
+        budget: ScanBudget,
+        keep: F,
+    ) -> Result<SearchPage, StoreError>
+    where
+        F: Fn(&StoredRequest) -> bool + Send + 'static,
+    {
+        const CHUNK: usize = 100;
+        let started = std::time::Instant::now();
+        let mut scan = Scan {
+            page: SearchPage::default(),
+            scanned: 0,
+            bytes: 0,
+            limit,
+            budget,
+            started,
+            keep,
+        };
+        let mut cursor = before.unwrap_or(i64::MAX);
+        loop {
+            let rows = self
+                .with_client("search", async |c| {
+                    read::search_chunk(&*c, bin, cursor, CHUNK, with_body).await
+                })
+                .await?
+                .into_iter()
+                .collect::<Result<Vec<_>, _>>()?;
+            let full = rows.len() == CHUNK;
+            let (back, stop) = tokio::task::spawn_blocking(move || {
+                let stop = scan.run(&rows);
+                (scan, stop)
+            })
+            .await
+            .map_err(|e| StoreError::ReadTask(e.to_string()))?;
+            scan = back;
+            match stop {
+                Stop::Done => return Ok(scan.page),
+                Stop::Budget(seq) => {
+                    let more = self
+                        .with_client("search", async |c| read::any_before(&*c, bin, seq).await)
+                        .await?;
+                    if more {
+                        scan.page.resume_before = Some(seq);
+                    }
+                    return Ok(scan.page);
+                }
+                Stop::Next(seq) if full => cursor = seq,
+                Stop::Next(_) => return Ok(scan.page),
+            }
+        }
+    }
+
     pub async fn requests_after(
         &self,
         bin: &str,
@@ -460,6 +529,57 @@ impl PgStore {
             c.simple_query("SELECT 1").await.map(|_| ())
         })
         .await
+    }
+}
+
+/// A search in progress: what [`PgStore::search_requests`] carries from chunk to chunk.
+struct Scan<F> {
+    page: SearchPage,
+    scanned: usize,
+    bytes: usize,
+    limit: usize,
+    budget: ScanBudget,
+    started: std::time::Instant,
+    keep: F,
+}
+
+/// Where a chunk left a search.
+enum Stop {
+    /// The page is complete.
+    Done,
+    /// The budget ran out at this id; the page resumes below it if any row is left there.
+    Budget(i64),
+    /// The chunk ended at this id: go on below it (if the chunk was full).
+    Next(i64),
+}
+
+impl<F: Fn(&StoredRequest) -> bool> Scan<F> {
+    /// The same walk as SQLite's `search_before`, over one chunk of rows (newest first).
+    fn run(&mut self, rows: &[StoredRequest]) -> Stop {
+        let mut last = None;
+        for request in rows {
+            let seq = request.id.get();
+            last = Some(seq);
+            if (self.keep)(request) {
+                if self.page.rows.len() == self.limit {
+                    self.page.resume_before = self.page.rows.last().map(|r| r.id.get());
+                    return Stop::Done;
+                }
+                self.page.rows.push(RequestSummary::from(request));
+            }
+            self.scanned += 1;
+            self.bytes = self.bytes.saturating_add(request.body.len());
+            if self.scanned >= self.budget.max_rows
+                || self.bytes >= self.budget.max_bytes
+                || self.started.elapsed() >= self.budget.max_time
+            {
+                return Stop::Budget(seq);
+            }
+        }
+        match last {
+            Some(seq) => Stop::Next(seq),
+            None => Stop::Done,
+        }
     }
 }
 

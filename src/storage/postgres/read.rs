@@ -5,6 +5,7 @@ use deadpool_postgres::GenericClient;
 use tokio_postgres::{Error, Row};
 
 use super::{CHANNEL_BINS, REAPER_LOCK};
+use crate::ids::RequestId;
 use crate::model::{Bin, RequestSummary, StoredRequest};
 use crate::storage::{ReapProgress, StoreError, headers};
 
@@ -100,7 +101,7 @@ const SUMMARY_COLUMNS: &str = "seq, bin_id, received_at, method, path, subpath, 
 
 fn summary_from_row(row: &Row) -> Result<RequestSummary, Error> {
     Ok(RequestSummary {
-        id: row.try_get::<_, i64>(0)?.to_string(),
+        id: RequestId::from_row(row.try_get(0)?),
         bin_id: row.try_get(1)?,
         received_at: row.try_get(2)?,
         method: row.try_get(3)?,
@@ -162,7 +163,7 @@ fn request_from_row(row: &Row) -> Result<Result<StoredRequest, StoreError>, Erro
         return Ok(Err(StoreError::Corrupt("headers blob is damaged".into())));
     };
     Ok(Ok(StoredRequest {
-        id: row.try_get::<_, i64>(0)?.to_string(),
+        id: RequestId::from_row(row.try_get(0)?),
         bin_id: row.try_get(1)?,
         received_at: row.try_get(2)?,
         method: row.try_get(3)?,
@@ -253,17 +254,24 @@ pub async fn delete_request(
         return Ok(false);
     }
     let delete = tx
-        .prepare_cached("DELETE FROM bin_requests WHERE bin_id = $1 AND seq = $2")
+        .prepare_cached(
+            "DELETE FROM bin_requests WHERE bin_id = $1 AND seq = $2
+             RETURNING (octet_length(body) + octet_length(headers))::int8",
+        )
         .await?;
-    let n = tx.execute(&delete, &[&bin, &id]).await?;
-    if n > 0 {
-        let count = tx
-            .prepare_cached("UPDATE bins SET request_count = request_count - 1 WHERE id = $1")
-            .await?;
-        tx.execute(&count, &[&bin]).await?;
-    }
+    let Some(row) = tx.query_opt(&delete, &[&bin, &id]).await? else {
+        return Ok(false);
+    };
+    let freed: i64 = row.try_get(0)?;
+    let count = tx
+        .prepare_cached(
+            "UPDATE bins SET request_count = request_count - 1,
+                 bytes_used = greatest(bytes_used - $2, 0) WHERE id = $1",
+        )
+        .await?;
+    tx.execute(&count, &[&bin, &freed]).await?;
     tx.commit().await?;
-    Ok(n > 0)
+    Ok(true)
 }
 
 pub async fn clear_requests(c: &mut deadpool_postgres::Client, bin: &str) -> Result<(), Error> {
@@ -279,7 +287,7 @@ pub async fn clear_requests(c: &mut deadpool_postgres::Client, bin: &str) -> Res
         .await?;
     tx.execute(&delete, &[&bin]).await?;
     let count = tx
-        .prepare_cached("UPDATE bins SET request_count = 0 WHERE id = $1")
+        .prepare_cached("UPDATE bins SET request_count = 0, bytes_used = 0 WHERE id = $1")
         .await?;
     tx.execute(&count, &[&bin]).await?;
     tx.commit().await
@@ -347,4 +355,44 @@ pub async fn reap(
     }
     tx.commit().await?;
     Ok(progress)
+}
+
+/// Up to `limit` requests with `seq < before`, newest first; bodies only `with_body` (else
+/// empty), for a search to match.
+pub async fn search_chunk(
+    c: &impl GenericClient,
+    bin: &str,
+    before: i64,
+    limit: usize,
+    with_body: bool,
+) -> Result<Vec<Result<StoredRequest, StoreError>>, Error> {
+    let stmt = c
+        .prepare_cached(
+            "SELECT seq, bin_id, received_at, method, path, subpath, query, body_size,
+                 body_truncated, remote_addr, http_version, headers,
+                 CASE WHEN $4 THEN body ELSE '\\x'::bytea END
+             FROM bin_requests WHERE bin_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3",
+        )
+        .await?;
+    let rows = c
+        .query(&stmt, &[&bin, &before, &(limit as i64), &with_body])
+        .await?;
+    rows.into_iter().map(|row| request_from_row(&row)).collect()
+}
+
+/// Whether the bin has a request below `before`.
+pub async fn any_before(c: &impl GenericClient, bin: &str, before: i64) -> Result<bool, Error> {
+    let stmt = c
+        .prepare_cached(
+            "SELECT EXISTS (SELECT 1 FROM bin_requests WHERE bin_id = $1 AND seq < $2)",
+        )
+        .await?;
+    c.query_one(&stmt, &[&bin, &before]).await?.try_get(0)
+}
+
+/// The database's size on disk, for `--max-db-bytes`.
+pub async fn database_size(c: &impl GenericClient) -> Result<i64, Error> {
+    c.query_one("SELECT pg_database_size(current_database())", &[])
+        .await?
+        .try_get(0)
 }

@@ -21,6 +21,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::listen::{Delivery, deliver};
 use super::{CHANNEL_REQUESTS, DB_TIMEOUT, Shared, db_error, pool_error};
+use crate::ids::RequestId;
 use crate::model::RequestSummary;
 use crate::storage::{CaptureOutcome, CaptureReply, NewCapture, StoreError};
 
@@ -28,6 +29,8 @@ use crate::storage::{CaptureOutcome, CaptureReply, NewCapture, StoreError};
 pub const MAX_BATCH: usize = 512;
 /// After the database was unreachable, how long new batches fail at once.
 const BACKOFF: Duration = Duration::from_millis(500);
+/// How often the writer refreshes the database's size for `--max-db-bytes` (while writing).
+const SIZE_EVERY: Duration = Duration::from_secs(1);
 /// Body bytes per INSERT statement (see `store`).
 const INSERT_BYTES: usize = 4 * 1024 * 1024;
 /// NOTIFY payloads must stay under 8000 bytes.
@@ -43,6 +46,7 @@ pub async fn run(pool: Pool, mut rx: mpsc::Receiver<Capture>, shared: Arc<Shared
     let mut batch = Vec::with_capacity(MAX_BATCH);
     let mut batch_no = 0u64;
     let mut down_until: Option<Instant> = None;
+    let mut sized = Instant::now();
     while let Some(capture) = rx.recv().await {
         batch.push(capture);
         while batch.len() < MAX_BATCH {
@@ -77,8 +81,28 @@ pub async fn run(pool: Pool, mut rx: mpsc::Receiver<Capture>, shared: Arc<Shared
             Err((e, mut failed)) => answer_err(&mut failed, e),
         }
         batch = Vec::with_capacity(MAX_BATCH);
+        if sized.elapsed() >= SIZE_EVERY {
+            sized = Instant::now();
+            refresh_size(&pool, &shared).await;
+        }
     }
     tracing::debug!("database writer stopped: every queued write is committed");
+}
+
+/// Reads `pg_database_size` into the shared figure (a failure keeps the last one).
+pub async fn refresh_size(pool: &Pool, shared: &Shared) {
+    let size = tokio::time::timeout(DB_TIMEOUT, async {
+        let client = pool.get().await.map_err(pool_error)?;
+        super::read::database_size(&client)
+            .await
+            .map_err(db_error)
+    })
+    .await;
+    if let Ok(Ok(bytes)) = size {
+        shared
+            .used_bytes
+            .store(bytes.max(0) as u64, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 fn fail(batch: &mut Vec<Capture>, cause: &str) {
@@ -146,7 +170,7 @@ async fn commit(
                 // Building a summary costs allocations; only do it when a stream listens.
                 if shared.events.is_watched(&request.bin_id) {
                     let mut summary = RequestSummary::from(request);
-                    summary.id = id.to_string();
+                    summary.id = RequestId::from_row(id);
                     summaries.push(summary);
                 }
             }
@@ -178,8 +202,12 @@ struct Tally {
     expires_at: i64,
     count: i64,
     last_id: i64,
+    /// The bin's stored bytes before this batch, and what the batch added.
+    bytes: i64,
     added: i64,
+    added_bytes: i64,
     max_per_bin: u64,
+    max_bytes: u64,
     /// The id given to the bin's first capture in this batch.
     first_id: i64,
     /// Index in the batch of the bin's last capture, which reports the evictions.
@@ -200,7 +228,7 @@ async fn store(
     ids.dedup();
     let lock = tx
         .prepare_cached(
-            "SELECT id, expires_at, request_count, last_request_id FROM bins
+            "SELECT id, expires_at, request_count, last_request_id, bytes_used FROM bins
              WHERE id = ANY($1) ORDER BY id FOR UPDATE",
         )
         .await
@@ -214,8 +242,11 @@ async fn store(
                 expires_at: row.try_get(1).map_err(db_error)?,
                 count: row.try_get(2).map_err(db_error)?,
                 last_id: row.try_get(3).map_err(db_error)?,
+                bytes: row.try_get(4).map_err(db_error)?,
                 added: 0,
+                added_bytes: 0,
                 max_per_bin: u64::MAX,
+                max_bytes: u64::MAX,
                 first_id: 0,
                 last: 0,
             },
@@ -251,8 +282,10 @@ async fn store(
         if tally.added == 0 {
             tally.first_id = tally.last_id;
             tally.max_per_bin = c.max_per_bin;
+            tally.max_bytes = c.max_bin_bytes;
         }
         tally.added += 1;
+        tally.added_bytes += c.stored_bytes() as i64;
         tally.last = i;
         outcomes.push(CaptureOutcome::Stored {
             id: tally.last_id,
@@ -323,40 +356,69 @@ async fn store(
         start = end;
     }
 
-    // Evict the oldest beyond each bin's cap, then record counts and newest ids in one UPDATE.
-    let evict = tx
+    // Evict the oldest beyond each bin's caps (requests, bytes; never the newest request), then
+    // record counts, bytes and newest ids in one UPDATE.
+    let oldest = tx
         .prepare_cached(
-            "DELETE FROM bin_requests WHERE bin_id = $1 AND seq <
-               (SELECT seq FROM bin_requests WHERE bin_id = $1 ORDER BY seq OFFSET $2 LIMIT 1)",
+            "SELECT seq, (octet_length(body) + octet_length(headers))::int8 FROM bin_requests
+             WHERE bin_id = $1 AND seq < $2 ORDER BY seq",
         )
         .await
         .map_err(db_error)?;
-    let (mut up_id, mut up_count, mut up_last) = (Vec::new(), Vec::new(), Vec::new());
+    let evict = tx
+        .prepare_cached("DELETE FROM bin_requests WHERE bin_id = $1 AND seq <= $2")
+        .await
+        .map_err(db_error)?;
+    let (mut up_id, mut up_count, mut up_last, mut up_bytes) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut payload = Payload::new(node, batch_no);
     for (id, tally) in bins.iter_mut().filter(|(_, t)| t.added > 0) {
         let mut count = tally.count + tally.added;
-        if count as u64 > tally.max_per_bin {
-            let excess = count - tally.max_per_bin as i64;
-            let evicted = tx.execute(&evict, &[id, &excess]).await.map_err(db_error)? as i64;
-            count -= evicted;
+        let mut bytes = (tally.bytes + tally.added_bytes).max(0);
+        let over = |count: i64, bytes: i64| {
+            count as u64 > tally.max_per_bin || bytes as u64 > tally.max_bytes
+        };
+        if over(count, bytes) {
+            let rows = tx
+                .query(&oldest, &[id, &tally.last_id])
+                .await
+                .map_err(db_error)?;
+            let (mut cutoff, mut evicted) = (None, 0u64);
+            for row in &rows {
+                if !over(count, bytes) {
+                    break;
+                }
+                cutoff = Some(row.try_get::<_, i64>(0).map_err(db_error)?);
+                bytes -= row.try_get::<_, i64>(1).map_err(db_error)?.max(0);
+                count -= 1;
+                evicted += 1;
+            }
+            if let Some(cutoff) = cutoff {
+                tx.execute(&evict, &[id, &cutoff])
+                    .await
+                    .map_err(db_error)?;
+            }
             if let CaptureOutcome::Stored { evicted: e, .. } = &mut outcomes[tally.last] {
-                *e = evicted as u64;
+                *e = evicted;
             }
         }
         up_id.push(id.as_str());
         up_count.push(count);
         up_last.push(tally.last_id);
+        up_bytes.push(bytes.max(0));
         payload.add(id, tally.first_id, tally.last_id);
     }
     let update = tx
         .prepare_cached(
-            "UPDATE bins SET request_count = v.count, last_request_id = v.last
-             FROM unnest($1::text[], $2::int8[], $3::int8[]) AS v(id, count, last)
+            "UPDATE bins SET request_count = v.count, last_request_id = v.last,
+                 bytes_used = v.bytes
+             FROM unnest($1::text[], $2::int8[], $3::int8[], $4::int8[])
+                 AS v(id, count, last, bytes)
              WHERE bins.id = v.id",
         )
         .await
         .map_err(db_error)?;
-    tx.execute(&update, &[&up_id, &up_count, &up_last])
+    tx.execute(&update, &[&up_id, &up_count, &up_last, &up_bytes])
         .await
         .map_err(db_error)?;
     let notify = tx

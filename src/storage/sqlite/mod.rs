@@ -15,11 +15,15 @@ mod writer;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use tokio::sync::{mpsc, oneshot};
 
-use super::{BinEntry, NewCapture, PendingCapture, ReapProgress, StoreConfig, StoreError};
+use super::{
+    BinEntry, NewCapture, PendingCapture, ReapProgress, ScanBudget, SearchPage, StoreConfig,
+    StoreError,
+};
 use crate::events::EventHub;
 use crate::model::{Bin, RequestSummary, StoredRequest};
 use crate::response::ResponseSpec;
@@ -34,6 +38,8 @@ pub struct SqliteStore {
     reads: read::ReadPool,
     bins: RwLock<HashMap<String, BinEntry>>,
     path: PathBuf,
+    /// Bytes of the database in use, updated by the writer after every batch.
+    used_bytes: Arc<AtomicU64>,
 }
 
 /// The background threads of a [`Store`]: the writer, and the checkpointer beside it.
@@ -70,6 +76,8 @@ impl SqliteStore {
     ) -> Result<(SqliteStore, WriterThread), StoreError> {
         let conn = schema::open_writer(path, config.synchronous)?;
         let bins = read::live_bins(&conn, now)?;
+        let used_bytes = Arc::new(AtomicU64::new(writer::live_bytes(&conn)?));
+        let writer_used = used_bytes.clone();
         let reads = read::ReadPool::new(path, config.read_connections)?;
         let (tx, rx) = mpsc::channel(config.write_queue);
         let spawn_failed = |e: std::io::Error| StoreError::Open {
@@ -86,7 +94,7 @@ impl SqliteStore {
             .map_err(spawn_failed)?;
         let writer = std::thread::Builder::new()
             .name("hookbin-writer".into())
-            .spawn(move || writer::run(conn, rx, events, wal))
+            .spawn(move || writer::run(conn, rx, events, wal, writer_used))
             .map_err(spawn_failed)?;
         let store = SqliteStore {
             writes: tx,
@@ -94,6 +102,7 @@ impl SqliteStore {
             reads,
             bins: RwLock::new(bins),
             path: path.to_owned(),
+            used_bytes,
         };
         let threads = WriterThread {
             writer,
@@ -105,6 +114,12 @@ impl SqliteStore {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Bytes of the database in use (pages holding data; free pages left by deletes are not
+    /// counted, new rows reuse them), as of the last committed batch.
+    pub fn used_bytes(&self) -> u64 {
+        self.used_bytes.load(Ordering::Relaxed)
     }
 
     /// Writes waiting for the writer thread right now.
@@ -233,6 +248,29 @@ impl SqliteStore {
         let bin = bin.to_owned();
         self.reads
             .run(move |c| read::summaries_before(c, &bin, before.unwrap_or(i64::MAX), limit))
+            .await
+    }
+
+    /// One page of a search: the summaries of requests older than `before` (newest first) that
+    /// `keep` accepts, at most `limit`, scanning within `budget`; see [`SearchPage`]. `with_body`:
+    /// whether `keep` looks at bodies (they are not read otherwise). `keep` runs on a blocking
+    /// thread of the read pool.
+    pub async fn search_requests<F>(
+        &self,
+        bin: &str,
+        before: Option<i64>,
+        limit: usize,
+        with_body: bool,
+        budget: ScanBudget,
+        keep: F,
+    ) -> Result<SearchPage, StoreError>
+    where
+        F: Fn(&StoredRequest) -> bool + Send + 'static,
+    {
+        let bin = bin.to_owned();
+        let before = before.unwrap_or(i64::MAX);
+        self.reads
+            .run(move |c| read::search_before(c, &bin, before, limit, with_body, budget, &keep))
             .await
     }
 

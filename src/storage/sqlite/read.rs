@@ -10,8 +10,9 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 use tokio::sync::Semaphore;
 
 use super::schema;
+use crate::storage::{BinEntry, ScanBudget, SearchPage, StoreError, headers};
+use crate::ids::RequestId;
 use crate::model::{Bin, RequestSummary, StoredRequest};
-use crate::storage::{BinEntry, StoreError, headers};
 
 #[derive(Debug)]
 pub struct ReadPool {
@@ -119,7 +120,7 @@ const SUMMARY_COLUMNS: &str = "seq, bin_id, received_at, method, path, subpath, 
 
 fn summary_from_row(row: &Row<'_>) -> rusqlite::Result<RequestSummary> {
     Ok(RequestSummary {
-        id: row.get::<_, i64>(0)?.to_string(),
+        id: RequestId::from_row(row.get(0)?),
         bin_id: row.get(1)?,
         received_at: row.get(2)?,
         method: row.get(3)?,
@@ -174,7 +175,7 @@ fn request_from_row(row: &Row<'_>) -> rusqlite::Result<StoredRequest> {
         )
     })?;
     Ok(StoredRequest {
-        id: row.get::<_, i64>(0)?.to_string(),
+        id: RequestId::from_row(row.get(0)?),
         bin_id: row.get(1)?,
         received_at: row.get(2)?,
         method: row.get(3)?,
@@ -231,4 +232,136 @@ pub fn requests_page(
         }
     }
     Ok(page)
+}
+
+/// Walks the bin's requests with `seq < before`, newest first, keeping the summaries of those
+/// `keep` accepts, until `limit` matched and one more was found (then `resume_before` is the
+/// last kept id), or the budget ran out (then it is the last scanned id), or the rows ended.
+/// Bodies are read only when `with_body` (SQLite then skips their overflow pages).
+pub fn search_before(
+    conn: &Connection,
+    bin: &str,
+    before: i64,
+    limit: usize,
+    with_body: bool,
+    budget: ScanBudget,
+    keep: &dyn Fn(&StoredRequest) -> bool,
+) -> rusqlite::Result<SearchPage> {
+    let started = std::time::Instant::now();
+    let mut stmt = conn.prepare_cached(
+        "SELECT seq, bin_id, received_at, method, path, subpath, query, body_size, \
+         body_truncated, remote_addr, http_version, headers, \
+         CASE WHEN ?3 THEN body ELSE X'' END \
+         FROM bin_requests WHERE bin_id = ?1 AND seq < ?2 ORDER BY seq DESC",
+    )?;
+    let mut rows = stmt.query(params![bin, before, with_body])?;
+    let mut page = SearchPage::default();
+    let (mut scanned, mut bytes) = (0usize, 0usize);
+    while let Some(row) = rows.next()? {
+        let request = request_from_row(row)?;
+        let seq: i64 = row.get(0)?;
+        if keep(&request) {
+            if page.rows.len() == limit {
+                page.resume_before = page.rows.last().map(|r| r.id.get());
+                return Ok(page);
+            }
+            page.rows.push(RequestSummary::from(&request));
+        }
+        scanned += 1;
+        bytes = bytes.saturating_add(request.body.len());
+        if scanned >= budget.max_rows
+            || bytes >= budget.max_bytes
+            || started.elapsed() >= budget.max_time
+        {
+            // Stopped early: go on below the last row looked at, if any row is left there.
+            if rows.next()?.is_some() {
+                page.resume_before = Some(seq);
+            }
+            return Ok(page);
+        }
+    }
+    Ok(page)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::Synchronous;
+
+    /// A bin `b` holding requests 1..=n, each body `"body {seq}"`.
+    fn bin_of(n: i64) -> (tempfile::TempDir, Connection) {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = schema::open_writer(&dir.path().join("r.db"), Synchronous::Normal).unwrap();
+        conn.execute(
+            "INSERT INTO bins (id, created_at, expires_at) VALUES ('b', 0, 1000000)",
+            [],
+        )
+        .unwrap();
+        let headers = headers::encode(&[]);
+        for seq in 1..=n {
+            conn.execute(
+                "INSERT INTO bin_requests (bin_id, seq, received_at, method, path, subpath,
+                 query, body_size, body_truncated, remote_addr, http_version, headers, body)
+                 VALUES ('b', ?1, 0, 'POST', '/r/b', '', '', 6, 0, '127.0.0.1', 'HTTP/1.1',
+                 ?2, ?3)",
+                params![seq, headers, format!("body {seq}").into_bytes()],
+            )
+            .unwrap();
+        }
+        (dir, conn)
+    }
+
+    fn ids(page: &SearchPage) -> Vec<String> {
+        page.rows.iter().map(|r| r.id.to_string()).collect()
+    }
+
+    const WIDE: ScanBudget = ScanBudget {
+        max_rows: 1000,
+        max_bytes: 1 << 30,
+        max_time: std::time::Duration::from_secs(60),
+    };
+
+    #[test]
+    fn a_search_page_stops_at_limit_or_budget_and_says_where_to_go_on() {
+        let (_dir, conn) = bin_of(10);
+        let even = |r: &StoredRequest| r.id.get() % 2 == 0;
+        // limit reached with more matches below: resume below the last one kept.
+        let page = search_before(&conn, "b", i64::MAX, 2, true, WIDE, &even).unwrap();
+        assert_eq!(ids(&page), ["10", "8"]);
+        assert_eq!(page.resume_before, Some(8));
+        // The last page: exactly the remaining matches, no cursor.
+        let page = search_before(&conn, "b", 5, 2, true, WIDE, &even).unwrap();
+        assert_eq!(ids(&page), ["4", "2"]);
+        assert_eq!(page.resume_before, None);
+        // Budget of 3 rows: 10, 9, 8 scanned; go on below 8.
+        let small = ScanBudget {
+            max_rows: 3,
+            ..WIDE
+        };
+        let page = search_before(&conn, "b", i64::MAX, 50, true, small, &even).unwrap();
+        assert_eq!(ids(&page), ["10", "8"]);
+        assert_eq!(page.resume_before, Some(8));
+        // Nothing matches within the budget: an empty page that still goes on.
+        let none = |_: &StoredRequest| false;
+        let page = search_before(&conn, "b", i64::MAX, 50, true, small, &none).unwrap();
+        assert!(page.rows.is_empty());
+        assert_eq!(page.resume_before, Some(8));
+        // The budget running out on the bin's first row: nothing is left, no cursor.
+        let page = search_before(&conn, "b", 4, 50, true, small, &none).unwrap();
+        assert_eq!(page.resume_before, None);
+    }
+
+    #[test]
+    fn bodies_are_read_only_when_asked_for() {
+        let (_dir, conn) = bin_of(1);
+        let has_body = |r: &StoredRequest| !r.body.is_empty();
+        let page = search_before(&conn, "b", i64::MAX, 5, true, WIDE, &has_body).unwrap();
+        assert_eq!(ids(&page), ["1"]);
+        let page = search_before(&conn, "b", i64::MAX, 5, false, WIDE, &has_body).unwrap();
+        assert!(page.rows.is_empty());
+        // The summary keeps the full size either way.
+        let all = |_: &StoredRequest| true;
+        let page = search_before(&conn, "b", i64::MAX, 5, false, WIDE, &all).unwrap();
+        assert_eq!(page.rows[0].body_size, 6);
+    }
 }

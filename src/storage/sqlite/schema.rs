@@ -18,7 +18,7 @@ pub const SCHEMA_SQL: &str = include_str!("../../../schema.sql");
 /// Bytes a WAL file is cut back to after a checkpoint (64 MiB).
 const WAL_SIZE_LIMIT: u64 = 64 * 1024 * 1024;
 /// `PRAGMA user_version` of a database made by this binary.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// One step up, from version `to - 1` to `to`.
 struct Migration {
@@ -32,11 +32,27 @@ struct Migration {
 /// Every upgrade, oldest first; the last one reaches [`SCHEMA_VERSION`]. A step is history: it
 /// is never edited once released, and its SQL spells out the tables as they were at its version
 /// (schema.sql only ever describes the newest).
-const MIGRATIONS: &[Migration] = &[Migration {
-    to: 2,
-    sql: V1_TO_V2,
-    what: "per-bin request ids",
-}];
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        to: 2,
+        sql: V1_TO_V2,
+        what: "per-bin request ids",
+    },
+    Migration {
+        to: 3,
+        sql: V2_TO_V3,
+        what: "bytes stored per bin",
+    },
+];
+
+/// v3: each bin keeps the bytes its requests store (`bins.bytes_used`), so `--max-bin-bytes`
+/// costs no SUM per capture; existing bins are counted once here.
+const V2_TO_V3: &str = "
+ALTER TABLE bins ADD COLUMN bytes_used INTEGER NOT NULL DEFAULT 0;
+UPDATE bins SET bytes_used = (
+    SELECT coalesce(sum(length(body) + length(headers)), 0) FROM bin_requests
+    WHERE bin_requests.bin_id = bins.id);
+";
 
 /// v2: request ids count per bin (`bin_requests.seq`) instead of one sequence for the whole
 /// server, which told every sender how much traffic the instance had. Existing rows keep their
@@ -338,6 +354,15 @@ mod tests {
             .collect::<Result<_, _>>()
             .unwrap();
         assert_eq!(last, [9, 12]);
+        // v3 counted each bin's stored bytes (bodies "abc" + "z"; no header bytes).
+        let bytes: Vec<i64> = conn
+            .prepare("SELECT bytes_used FROM bins ORDER BY id")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(bytes, [4, 0]);
         let fk: bool = conn
             .query_row("PRAGMA foreign_keys", [], |r| r.get(0))
             .unwrap();

@@ -18,14 +18,16 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use tokio::sync::{mpsc, oneshot};
 
 use super::checkpoint::{WalSize, checkpoint};
-use crate::events::EventHub;
-use crate::model::{Bin, RequestSummary};
 use crate::storage::{CaptureOutcome, CaptureReply, NewCapture, ReapProgress, StoreError};
+use crate::events::EventHub;
+use crate::ids::RequestId;
+use crate::model::{Bin, RequestSummary};
 
 /// Operations per transaction at most; bounds how long one commit keeps callers waiting.
 pub const MAX_BATCH: usize = 512;
@@ -87,6 +89,7 @@ pub fn run(
     mut ops: mpsc::Receiver<Op>,
     events: Arc<EventHub>,
     wal: Arc<WalSize>,
+    used: Arc<AtomicU64>,
 ) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
     while let Some(op) = ops.blocking_recv() {
@@ -97,7 +100,7 @@ pub fn run(
                 Err(_) => break,
             }
         }
-        commit_batch(&mut conn, &mut batch, &events);
+        commit_batch(&mut conn, &mut batch, &events, &used);
         if wal.wants_restart() && checkpoint(&conn, "PASSIVE").is_some() {
             wal.restarted();
         }
@@ -105,6 +108,15 @@ pub fn run(
     // Every queued write is committed; leave a database file that holds everything.
     checkpoint(&conn, "TRUNCATE");
     tracing::debug!("database writer stopped: every queued write is committed");
+}
+
+/// Bytes of the database's pages in use: its size without the free pages that deleted rows left,
+/// which new rows reuse. So deleting bins (the reaper) makes room under `--max-db-bytes` even
+/// though the file does not shrink.
+pub fn live_bytes(conn: &Connection) -> rusqlite::Result<u64> {
+    let pragma = |name: &str| conn.query_row(&format!("PRAGMA {name}"), [], |r| r.get::<_, i64>(0));
+    let pages = pragma("page_count")? - pragma("freelist_count")?;
+    Ok(pages.max(0) as u64 * pragma("page_size")?.max(0) as u64)
 }
 
 /// What one operation of a committed batch did.
@@ -130,7 +142,7 @@ type Outcomes = Vec<Result<Outcome, rusqlite::Error>>;
 /// only on broken disks and invariants (ids are unique, bins are checked first), so when
 /// anything fails the whole attempt is rolled back and the batch redone with each operation
 /// isolated in a savepoint of its own: then only the failing operations fail.
-fn commit_batch(conn: &mut Connection, batch: &mut Vec<Op>, events: &EventHub) {
+fn commit_batch(conn: &mut Connection, batch: &mut Vec<Op>, events: &EventHub, used: &AtomicU64) {
     // Request ids come from each bin's row, inside the transaction: a rolled-back attempt gives
     // them again, and no id is ever given twice in a committed state.
     let outcomes = run_batch(conn, batch, false).or_else(|e| {
@@ -140,14 +152,33 @@ fn commit_batch(conn: &mut Connection, batch: &mut Vec<Op>, events: &EventHub) {
     let outcomes = match outcomes {
         Ok(outcomes) => outcomes,
         Err(e) => {
+            let full = crate::storage::is_disk_full(&e);
             let msg = e.to_string();
-            tracing::error!(cause = %msg, "a batch could not be committed; its callers get an error");
+            if full {
+                // Not an error of ours: the operator must make room (or the reaper will).
+                tracing::warn!(cause = %msg, "the database's disk is full; captures answer 507 until there is room");
+            } else {
+                tracing::error!(cause = %msg, "a batch could not be committed; its callers get an error");
+            }
+            let error = || {
+                if full {
+                    StoreError::Full(msg.clone())
+                } else {
+                    StoreError::Commit(msg.clone())
+                }
+            };
             for op in batch.drain(..) {
-                fail(op, &msg);
+                fail(op, &error);
             }
             return;
         }
     };
+    // Before answering, so that a capture sent after a delete's answer sees the room it made.
+    // Two header reads; `--max-db-bytes` and /metrics read the figure without a query.
+    match live_bytes(conn) {
+        Ok(bytes) => used.store(bytes, Ordering::Relaxed),
+        Err(e) => tracing::warn!(cause = %e, "cannot read the database's size"),
+    }
     // Publish before answering: once a capture is acknowledged, live streams already have it,
     // so a stream opened after a 2xx never receives that older request as "new".
     for (op, outcome) in batch.iter().zip(&outcomes) {
@@ -253,7 +284,7 @@ fn publish(events: &EventHub, op: &Op, outcome: &Result<Outcome, rusqlite::Error
             // Building a summary costs allocations; only do it when a stream listens.
             if events.is_watched(&request.bin_id) {
                 let mut summary = RequestSummary::from(request);
-                summary.id = id.to_string();
+                summary.id = RequestId::from_row(*id);
                 events.publish(summary);
             }
         }
@@ -320,6 +351,10 @@ struct BinTally {
     count: u64,
     added: u64,
     max_per_bin: u64,
+    /// The bin's stored bytes before this run, and what the run added.
+    bytes: u64,
+    added_bytes: u64,
+    max_bytes: u64,
     /// Index in the run of the bin's last capture, which reports the evictions.
     last: usize,
     /// The newest request id given in the bin (before this run: its `last_request_id`), recorded
@@ -334,7 +369,7 @@ fn insert_run(conn: &Connection, run: &[&NewCapture]) -> rusqlite::Result<Vec<Ca
     let mut bins: HashMap<&str, BinTally> = HashMap::new();
     let mut outcomes = Vec::with_capacity(run.len());
     let mut lookup = conn.prepare_cached(
-        "SELECT expires_at, request_count, last_request_id FROM bins WHERE id = ?1",
+        "SELECT expires_at, request_count, last_request_id, bytes_used FROM bins WHERE id = ?1",
     )?;
     let mut insert = conn.prepare_cached(
         "INSERT INTO bin_requests (bin_id, seq, received_at, method, path, subpath, query,
@@ -346,9 +381,9 @@ fn insert_run(conn: &Connection, run: &[&NewCapture]) -> rusqlite::Result<Vec<Ca
         let tally = match bins.entry(r.bin_id.as_str()) {
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
             std::collections::hash_map::Entry::Vacant(e) => {
-                let found: Option<(i64, i64, i64)> = lookup
+                let found: Option<(i64, i64, i64, i64)> = lookup
                     .query_row([&r.bin_id], |row| {
-                        Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+                        Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
                     })
                     .optional()?;
                 e.insert(BinTally {
@@ -356,6 +391,9 @@ fn insert_run(conn: &Connection, run: &[&NewCapture]) -> rusqlite::Result<Vec<Ca
                     count: found.map_or(0, |f| f.1 as u64),
                     added: 0,
                     max_per_bin: capture.max_per_bin,
+                    bytes: found.map_or(0, |f| f.3.max(0) as u64),
+                    added_bytes: 0,
+                    max_bytes: capture.max_bin_bytes,
                     last: i,
                     last_id: found.map_or(0, |f| f.2),
                 })
@@ -384,6 +422,7 @@ fn insert_run(conn: &Connection, run: &[&NewCapture]) -> rusqlite::Result<Vec<Ca
         ])?;
         outcomes.push(CaptureOutcome::Stored { id, evicted: 0 });
         tally.added += 1;
+        tally.added_bytes += capture.stored_bytes();
         tally.last = i;
         tally.last_id = id;
     }
@@ -396,51 +435,75 @@ fn insert_run(conn: &Connection, run: &[&NewCapture]) -> rusqlite::Result<Vec<Ca
     Ok(outcomes)
 }
 
-/// Records the run in the bin's row (request count, newest id) after evicting its oldest
-/// requests beyond the cap; the number evicted.
+/// Records the run in the bin's row (request count, stored bytes, newest id) after evicting its
+/// oldest requests beyond the caps (`--max-requests-per-bin`, `--max-bin-bytes`); the number
+/// evicted. The newest request is never evicted, so a bin always shows its latest capture.
 ///
-/// The eviction is one range DELETE whose cutoff is found through INDEXED BY without ORDER BY:
-/// SQLite re-prepares, on every use, any statement here that combines `bin_id = ?` with ORDER BY
-/// (measured with `sqlite3_stmt_status(REPREPARE)`: the obvious `DELETE ... WHERE id IN (SELECT
-/// ... ORDER BY id LIMIT ?)` spent 10% of the writer's time re-parsing itself). INDEXED BY fixes
-/// the scan to `bin_requests_by_bin`, whose order is (bin_id, seq), so OFFSET k lands on the
-/// k+1-th oldest request: everything older goes.
+/// The oldest rows are walked through INDEXED BY without ORDER BY: SQLite re-prepares, on every
+/// use, any statement here that combines `bin_id = ?` with ORDER BY (measured with
+/// `sqlite3_stmt_status(REPREPARE)`: it spent 10% of the writer's time re-parsing itself).
+/// INDEXED BY fixes the scan to `bin_requests_by_bin`, whose order is (bin_id, seq), so rows come
+/// oldest first; `length()` of a blob does not read its overflow pages. The walk reads only the
+/// rows that go, then one range DELETE removes them.
 fn settle_count(conn: &Connection, bin: &str, tally: &BinTally) -> rusqlite::Result<u64> {
     let count = tally.count + tally.added;
-    let evicted = if count > tally.max_per_bin {
-        conn.prepare_cached(
-            "DELETE FROM bin_requests WHERE bin_id = ?1 AND seq <
-               (SELECT seq FROM bin_requests INDEXED BY bin_requests_by_bin
-                WHERE bin_id = ?1 AND seq > 0 LIMIT 1 OFFSET ?2)",
-        )?
-        .execute(params![bin, (count - tally.max_per_bin) as i64])? as u64
-    } else {
-        0
-    };
-    conn.prepare_cached("UPDATE bins SET request_count = ?2, last_request_id = ?3 WHERE id = ?1")?
-        .execute(params![bin, (count - evicted) as i64, tally.last_id])?;
+    let bytes = tally.bytes + tally.added_bytes;
+    let (mut evicted, mut freed) = (0u64, 0u64);
+    if count > tally.max_per_bin || bytes > tally.max_bytes {
+        let mut oldest = conn.prepare_cached(
+            "SELECT seq, length(body) + length(headers) FROM bin_requests
+               INDEXED BY bin_requests_by_bin WHERE bin_id = ?1 AND seq > 0 AND seq < ?2",
+        )?;
+        let mut rows = oldest.query(params![bin, tally.last_id])?;
+        let mut cutoff = None;
+        while count - evicted > tally.max_per_bin || bytes - freed > tally.max_bytes {
+            let Some(row) = rows.next()? else { break };
+            cutoff = Some(row.get::<_, i64>(0)?);
+            evicted += 1;
+            freed += row.get::<_, i64>(1)?.max(0) as u64;
+        }
+        drop(rows);
+        if let Some(cutoff) = cutoff {
+            conn.prepare_cached("DELETE FROM bin_requests WHERE bin_id = ?1 AND seq <= ?2")?
+                .execute(params![bin, cutoff])?;
+        }
+    }
+    conn.prepare_cached(
+        "UPDATE bins SET request_count = ?2, last_request_id = ?3, bytes_used = ?4 WHERE id = ?1",
+    )?
+    .execute(params![
+        bin,
+        (count - evicted) as i64,
+        tally.last_id,
+        (bytes - freed) as i64
+    ])?;
     Ok(evicted)
 }
 
-fn fail(op: Op, msg: &str) {
+/// Answers `op` with the batch's error, made by `error` (one per caller: errors do not clone).
+fn fail(op: Op, error: &dyn Fn() -> StoreError) {
     match op {
         Op::Capture { capture, reply } => {
-            let _ = reply.send((Err(StoreError::Commit(msg.to_owned())), capture));
+            let _ = reply.send((Err(error()), capture));
         }
-        Op::Other(command) => fail_command(command, msg),
+        Op::Other(command) => fail_command(command, error),
     }
 }
 
-fn send_error<T>(reply: Reply<T>, msg: &str) {
-    let _ = reply.send(Err(StoreError::Commit(msg.to_owned())));
-}
-
-fn fail_command(command: Command, msg: &str) {
+fn fail_command(command: Command, error: &dyn Fn() -> StoreError) {
     match command {
-        Command::CreateBin(_, r) | Command::ClearRequests { reply: r, .. } => send_error(r, msg),
-        Command::DeleteBin(_, r) | Command::DeleteRequest { reply: r, .. } => send_error(r, msg),
-        Command::SetResponse { reply, .. } => send_error(reply, msg),
-        Command::Reap { reply, .. } => send_error(reply, msg),
+        Command::CreateBin(_, r) | Command::ClearRequests { reply: r, .. } => {
+            let _ = r.send(Err(error()));
+        }
+        Command::DeleteBin(_, r) | Command::DeleteRequest { reply: r, .. } => {
+            let _ = r.send(Err(error()));
+        }
+        Command::SetResponse { reply, .. } => {
+            let _ = reply.send(Err(error()));
+        }
+        Command::Reap { reply, .. } => {
+            let _ = reply.send(Err(error()));
+        }
     }
 }
 
@@ -492,20 +555,27 @@ fn set_response(
 }
 
 fn delete_request(conn: &Connection, bin: &str, id: i64) -> rusqlite::Result<bool> {
-    let n = conn
-        .prepare_cached("DELETE FROM bin_requests WHERE bin_id = ?1 AND seq = ?2")?
-        .execute(params![bin, id])?;
-    if n > 0 {
-        conn.prepare_cached("UPDATE bins SET request_count = request_count - 1 WHERE id = ?1")?
-            .execute([bin])?;
+    let size: Option<i64> = conn
+        .prepare_cached(
+            "DELETE FROM bin_requests WHERE bin_id = ?1 AND seq = ?2
+             RETURNING length(body) + length(headers)",
+        )?
+        .query_row(params![bin, id], |row| row.get(0))
+        .optional()?;
+    if let Some(size) = size {
+        conn.prepare_cached(
+            "UPDATE bins SET request_count = request_count - 1,
+                 bytes_used = max(bytes_used - ?2, 0) WHERE id = ?1",
+        )?
+        .execute(params![bin, size])?;
     }
-    Ok(n > 0)
+    Ok(size.is_some())
 }
 
 fn clear_requests(conn: &Connection, bin: &str) -> rusqlite::Result<()> {
     conn.prepare_cached("DELETE FROM bin_requests WHERE bin_id = ?1")?
         .execute([bin])?;
-    conn.prepare_cached("UPDATE bins SET request_count = 0 WHERE id = ?1")?
+    conn.prepare_cached("UPDATE bins SET request_count = 0, bytes_used = 0 WHERE id = ?1")?
         .execute([bin])?;
     Ok(())
 }
@@ -585,7 +655,7 @@ mod tests {
         }
 
         fn commit(&mut self, batch: &mut Vec<Op>) {
-            commit_batch(&mut self.conn, batch, &self.events);
+            commit_batch(&mut self.conn, batch, &self.events, &AtomicU64::new(0));
         }
 
         fn stored_methods(&self) -> Vec<String> {
@@ -617,6 +687,10 @@ mod tests {
     }
 
     fn capture_with_body(method: &str, cap: u64, body: &[u8]) -> (Op, CaptureWait) {
+        capture_limited(method, cap, u64::MAX, body)
+    }
+
+    fn capture_limited(method: &str, cap: u64, max_bytes: u64, body: &[u8]) -> (Op, CaptureWait) {
         let mut request = StoredRequest::sample::<&[u8]>(BIN, "", "", &[], body);
         request.method = method.into();
         request.received_at = 1;
@@ -626,6 +700,7 @@ mod tests {
             headers_blob: Vec::new(),
             content_type: None,
             max_per_bin: cap,
+            max_bin_bytes: max_bytes,
         });
         (Op::Capture { capture, reply }, wait)
     }
@@ -662,6 +737,86 @@ mod tests {
         assert_eq!(outcomes[4], CaptureOutcome::Stored { id: 5, evicted: 2 });
         assert_eq!(f.stored_methods().len(), 3);
         assert_eq!(f.request_count(), 3);
+    }
+
+    #[test]
+    fn a_bin_keeps_its_newest_requests_within_its_byte_quota() {
+        let mut f = Fixture::new();
+        let bytes_used =
+            |f: &Fixture| f.number(&format!("SELECT bytes_used FROM bins WHERE id = '{BIN}'"));
+        // 1000-byte bodies (no headers) under a 2500-byte quota: two fit.
+        let (mut batch, waits): (Vec<_>, Vec<_>) = (0..4)
+            .map(|_| capture_limited("POST", 1000, 2500, &[b'x'; 1000]))
+            .unzip();
+        f.commit(&mut batch);
+        let last = waits.into_iter().map(|w| outcome(w).unwrap()).last();
+        assert_eq!(last, Some(CaptureOutcome::Stored { id: 4, evicted: 2 }));
+        assert_eq!(f.request_count(), 2);
+        assert_eq!(bytes_used(&f), 2000);
+        assert_eq!(
+            f.number("SELECT min(seq) FROM bin_requests"),
+            3,
+            "the oldest go first"
+        );
+        // In a later batch the count carries over from the bin's row.
+        let (op, wait) = capture_limited("PUT", 1000, 2500, &[b'y'; 700]);
+        f.commit(&mut vec![op]);
+        assert_eq!(
+            outcome(wait).unwrap(),
+            CaptureOutcome::Stored { id: 5, evicted: 1 }
+        );
+        assert_eq!(bytes_used(&f), 1700);
+        // A request larger than the whole quota still shows: the newest is always kept.
+        let (op, wait) = capture_limited("PUT", 1000, 2500, &[b'z'; 4000]);
+        f.commit(&mut vec![op]);
+        assert_eq!(
+            outcome(wait).unwrap(),
+            CaptureOutcome::Stored { id: 6, evicted: 2 }
+        );
+        assert_eq!(f.stored_methods(), ["PUT"]);
+        assert_eq!(bytes_used(&f), 4000);
+        // Deleting a request gives its bytes back; clearing the bin gives all of them back.
+        let (op, wait) = capture_limited("POST", 1000, u64::MAX, &[b'w'; 10]);
+        f.commit(&mut vec![op]);
+        outcome(wait).unwrap();
+        let (reply, deleted) = oneshot::channel();
+        f.commit(&mut vec![Op::Other(Command::DeleteRequest {
+            bin: BIN.into(),
+            id: 6,
+            reply,
+        })]);
+        assert!(deleted.blocking_recv().unwrap().unwrap());
+        assert_eq!(bytes_used(&f), 10);
+        let (reply, cleared) = oneshot::channel();
+        f.commit(&mut vec![Op::Other(Command::ClearRequests {
+            bin: BIN.into(),
+            reply,
+        })]);
+        cleared.blocking_recv().unwrap().unwrap();
+        assert_eq!(bytes_used(&f), 0);
+    }
+
+    #[test]
+    fn live_bytes_leave_out_the_pages_deletes_freed() {
+        let mut f = Fixture::new();
+        let empty = live_bytes(&f.conn).unwrap();
+        let (mut batch, waits): (Vec<_>, Vec<_>) = (0..50)
+            .map(|_| capture_with_body("POST", 1000, &[b'x'; 4000]))
+            .unzip();
+        f.commit(&mut batch);
+        for w in waits {
+            outcome(w).unwrap();
+        }
+        let full = live_bytes(&f.conn).unwrap();
+        assert!(full >= empty + 50 * 4000, "{empty} -> {full}");
+        let (reply, cleared) = oneshot::channel();
+        f.commit(&mut vec![Op::Other(Command::ClearRequests {
+            bin: BIN.into(),
+            reply,
+        })]);
+        cleared.blocking_recv().unwrap().unwrap();
+        let after = live_bytes(&f.conn).unwrap();
+        assert!(after < empty + 4 * 4096, "{empty} -> {full} -> {after}");
     }
 
     #[test]

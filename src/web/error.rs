@@ -9,6 +9,7 @@ use hyper::{Response, StatusCode};
 use serde_json::json;
 
 use super::body::{self, Body};
+use crate::bins;
 use crate::storage::StoreError;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,6 +78,19 @@ impl ApiError {
         }
     }
 
+    /// `507 storage_full`: the database's disk is full or `--max-db-bytes` is reached. Nothing
+    /// was recorded; the reaper or a delete makes room, so a sender may retry later.
+    pub fn storage_full() -> Self {
+        Self {
+            retry_after: Some(STORAGE_FULL_RETRY_SECS),
+            ..Self::new(
+                StatusCode::INSUFFICIENT_STORAGE,
+                "storage_full",
+                "the server has no room to store this request; nothing was recorded, retry later",
+            )
+        }
+    }
+
     /// A failure that is ours, not the client's: logged, answered generically.
     pub fn internal(context: &str, err: &dyn std::fmt::Display) -> Self {
         tracing::error!(cause = %err, "{context}");
@@ -111,6 +125,9 @@ pub fn add_retry_and_allow<B>(
     }
 }
 
+/// `Retry-After` of a 507: about one reaper pass at the default `--reap-interval`.
+const STORAGE_FULL_RETRY_SECS: u64 = 60;
+
 impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
         match e {
@@ -119,6 +136,7 @@ impl From<StoreError> for ApiError {
                 "the server is saving other requests; retry shortly",
                 1,
             ),
+            StoreError::Full(_) => ApiError::storage_full(),
             StoreError::Unavailable(cause) => {
                 tracing::warn!(%cause, "database unavailable: answering 503");
                 ApiError::unavailable(
@@ -131,6 +149,27 @@ impl From<StoreError> for ApiError {
                 ApiError::unavailable("shutting_down", "the server is shutting down", 5)
             }
             other => ApiError::internal("storage failure", &other),
+        }
+    }
+}
+
+impl From<bins::Error> for ApiError {
+    fn from(e: bins::Error) -> Self {
+        match e {
+            bins::Error::BinNotFound => ApiError::bin_not_found(),
+            bins::Error::RequestNotFound => ApiError::request_not_found(),
+            bins::Error::TooManyBins { retry_after, .. } => ApiError {
+                retry_after: Some(retry_after),
+                ..ApiError::new(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "too_many_bins",
+                    e.to_string(),
+                )
+            },
+            bins::Error::InvalidQuery(_) => {
+                ApiError::new(StatusCode::BAD_REQUEST, "invalid_query", e.to_string())
+            }
+            bins::Error::Store(e) => e.into(),
         }
     }
 }

@@ -3,14 +3,17 @@
 use std::convert::Infallible;
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::combinators::UnsyncBoxBody;
-use http_body_util::{BodyExt, Empty, Full};
-use hyper::body::Frame;
+use http_body_util::{BodyExt, Empty, Full, Limited};
+use hyper::body::{Frame, Incoming};
 use hyper::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderValue, X_CONTENT_TYPE_OPTIONS};
 use hyper::{Response, StatusCode};
 use tokio::sync::mpsc;
+
+use super::error::ApiError;
 
 pub type Body = UnsyncBoxBody<Bytes, Infallible>;
 
@@ -68,5 +71,32 @@ impl hyper::body::Body for ChannelBody {
         self.0
             .poll_recv(cx)
             .map(|chunk| chunk.map(|b| Ok(Frame::data(b))))
+    }
+}
+
+/// Reads a whole small body (an API request's JSON, a page's form), within `limit` bytes and
+/// `timeout`.
+pub async fn read_small_body(
+    body: Incoming,
+    limit: usize,
+    timeout: Duration,
+) -> Result<Bytes, ApiError> {
+    let collect = Limited::new(body, limit).collect();
+    match tokio::time::timeout(timeout, collect).await {
+        Err(_) => Err(ApiError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "body_timeout",
+            "the request body did not arrive in time",
+        )),
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "body_too_large",
+            format!("API request bodies are limited to {limit} bytes"),
+        )),
+        Ok(Err(e)) => Err(ApiError::bad_request(
+            "bad_body",
+            format!("cannot read the body: {e}"),
+        )),
+        Ok(Ok(collected)) => Ok(collected.to_bytes()),
     }
 }

@@ -99,18 +99,12 @@ fn is_own_origin(config: &Config, headers: &HeaderMap, origin: &str) -> bool {
         .is_some_and(|(public, _)| public == theirs)
 }
 
-/// `scheme://host[:port][/...]` as ((host, port), the scheme's default port).
+/// `scheme://host[:port][/...]` as ((host, port), the scheme's default port), the host
+/// normalized as `Host` headers are ([`split_authority`]).
 fn origin_authority(url: &str) -> Option<((String, u16), u16)> {
-    let (scheme, rest) = url.split_once("://")?;
-    let default = if scheme.eq_ignore_ascii_case("https") {
-        443
-    } else if scheme.eq_ignore_ascii_case("http") {
-        80
-    } else {
-        return None;
-    };
-    let authority = rest.split('/').next()?;
-    Some((split_authority(authority, default)?, default))
+    let url = HttpUrl::parse(url).ok()?;
+    let default = if url.is_https() { 443 } else { 80 };
+    Some((split_authority(url.authority(), default)?, default))
 }
 
 /// The base of capture URLs (`{base}/r/{bin}`): `--capture-url`, else [`public_base`].

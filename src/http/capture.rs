@@ -15,19 +15,19 @@ use hyper::header::{
 };
 use hyper::{HeaderMap, Method, Request, Response, StatusCode, Version};
 
+use crate::bins;
 use crate::clock::now_ms;
-use crate::http::ConnInfo;
-use crate::http::body::{self, Body};
-use crate::http::client::{client_ip, is_capture_host};
-use crate::http::error::ApiError;
-use crate::ids;
+use crate::ids::{BinId, RequestId};
 use crate::limits::BodyMemory;
 use crate::model::{HeaderPair, StoredRequest};
 use crate::rawhead::RawHead;
 use crate::response::{MAX_DELAY_MS, ResponseSpec};
 use crate::shutdown::ShutdownSignal;
 use crate::state::AppState;
-use crate::storage::{CaptureOutcome, StoreError};
+use crate::web::body::{self, Body};
+use crate::web::client::{client_ip, is_capture_host};
+use crate::web::error::ApiError;
+use crate::web::{Captured, ConnInfo};
 
 /// After a body passes `--max-body-bytes`, up to this much more is read and discarded, so that the
 /// client is still reading when the 413 arrives instead of seeing its upload reset.
@@ -51,21 +51,23 @@ pub async fn capture(
         .into_response();
     }
     let received_at = now_ms();
-    let found = match ids::is_valid_bin_id(bin) {
-        true => state.store.find_bin(bin, received_at).await,
-        false => Ok(None),
+    // The edge for `/r/{bin}`: a malformed id is as unknown as a deleted one.
+    let live = match BinId::parse(bin) {
+        Some(bin) => match bins::live(state, &bin, received_at).await {
+            Ok(entry) => Some((bin, entry)),
+            Err(bins::Error::BinNotFound) => None,
+            // The database could not say (on PostgreSQL): 503, never a false 404.
+            Err(e) => return ApiError::from(e).into_response(),
+        },
+        None => None,
     };
-    let entry = match found {
-        Ok(entry) => entry,
-        Err(e) => return ApiError::from(e).into_response(),
-    };
-    let Some(entry) = entry else {
+    let Some((bin, entry)) = live else {
         state.metrics.captures_unknown_bin.fetch_add(1, Relaxed);
         return ApiError::bin_not_found().into_response();
     };
     let (parts, incoming) = req.into_parts();
     let path = parts.uri.path();
-    let subpath = &path["/r/".len() + bin.len()..];
+    let subpath = &path["/r/".len() + bin.as_str().len()..];
     let query = parts.uri.query().unwrap_or("");
 
     let on_capture_host = is_capture_host(&state.config, &parts.headers);
@@ -185,8 +187,8 @@ pub async fn capture(
     // before hookbin stopped reading (all of them when it read to the end).
     let body_size = read.received;
     let request = StoredRequest {
-        id: String::new(),
-        bin_id: bin.to_owned(),
+        id: RequestId::PENDING,
+        bin_id: bin.into_string(),
         method: parts.method.as_str().to_owned(),
         path: path.to_owned(),
         subpath: subpath.to_owned(),
@@ -199,9 +201,9 @@ pub async fn capture(
         http_version: version_name(parts.version).to_owned(),
         received_at,
     };
-    let request_id = match persist(state, request).await {
+    let request_id = match bins::record(state, request).await {
         Ok(id) => id,
-        Err(res) => return res,
+        Err(e) => return ApiError::from(e).into_response(),
     };
     drop(memory);
     state.metrics.observe_capture(started.elapsed());
@@ -228,44 +230,15 @@ pub async fn capture(
     } else {
         body::text(StatusCode::OK, "ok")
     };
-    // For the access log line (`http::handle`), which replaces a separate "captured" line.
-    res.extensions_mut().insert(crate::http::Captured {
+    // For the access log line (`router::handle`), which replaces a separate "captured" line.
+    res.extensions_mut().insert(Captured {
         request_id,
         size: body_size,
     });
     let h = res.headers_mut();
-    h.insert("x-request-id", HeaderValue::from(request_id));
+    h.insert("x-request-id", HeaderValue::from(request_id.get()));
     add_cors(h, &parts.method, &parts.headers);
     res
-}
-
-/// Queues the row and waits for its commit; the request id, or the response to send instead.
-async fn persist(state: &AppState, request: StoredRequest) -> Result<i64, Response<Body>> {
-    let pending = match state
-        .store
-        .try_capture(request, state.config.max_requests_per_bin)
-    {
-        Ok(pending) => pending,
-        Err(e) => {
-            if matches!(e, StoreError::QueueFull) {
-                state
-                    .metrics
-                    .captures_rejected_queue_full
-                    .fetch_add(1, Relaxed);
-                tracing::warn!("write queue full: answering 503");
-            }
-            return Err(ApiError::from(e).into_response());
-        }
-    };
-    match pending.outcome().await {
-        Ok(CaptureOutcome::Stored { id, evicted }) => {
-            state.metrics.requests_captured.fetch_add(1, Relaxed);
-            state.metrics.requests_evicted.fetch_add(evicted, Relaxed);
-            Ok(id)
-        }
-        Ok(CaptureOutcome::BinGone) => Err(ApiError::bin_not_found().into_response()),
-        Err(e) => Err(ApiError::from(e).into_response()),
-    }
 }
 
 /// The headers every response under `/r/` carries, whatever produced it (a custom response, an
