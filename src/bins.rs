@@ -337,11 +337,7 @@ pub fn bin_id(id: &str) -> Result<BinId, Error> {
 }
 
 /// The ids of a `.../bins/{bin}/requests/{id}` path.
-pub async fn path_ids(
-    state: &AppState,
-    bin: &str,
-    id: &str,
-) -> Result<(BinId, RequestId), Error> {
+pub async fn path_ids(state: &AppState, bin: &str, id: &str) -> Result<(BinId, RequestId), Error> {
     let bin = bin_id(bin)?;
     let id = request_id(state, &bin, id).await?;
     Ok((bin, id))

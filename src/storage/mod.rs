@@ -323,8 +323,8 @@ impl Store {
     }
 
     /// Bytes of the database in use, as of the last committed batch (SQLite: its pages holding
-    /// data; PostgreSQL: `pg_database_size`, refreshed at most once a second). What
-    /// `--max-db-bytes` compares.
+    /// data; PostgreSQL: the stored bytes of every bin, refreshed from the database once a
+    /// second and after deletes). What `--max-db-bytes` compares.
     pub fn used_bytes(&self) -> u64 {
         dispatch!(self, s => s.used_bytes())
     }

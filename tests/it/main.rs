@@ -22,6 +22,7 @@ mod multinode;
 mod nginx;
 mod openapi;
 mod pg;
+mod pgfault;
 mod probe;
 mod providers;
 mod quotas;

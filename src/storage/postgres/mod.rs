@@ -128,7 +128,8 @@ struct Shared {
     /// This process's name in NOTIFY payloads, to tell its own commits from other nodes'.
     node: String,
     relay: Mutex<listen::Relay>,
-    /// `pg_database_size`, refreshed by the writer at most once a second.
+    /// The stored bytes of every bin (`--max-db-bytes`): refreshed from the database once a
+    /// second while capturing and after deletes, plus this node's batches in between.
     used_bytes: AtomicU64,
 }
 
@@ -342,6 +343,7 @@ impl PgStore {
             .await?;
         if deleted {
             self.shared.events.close(id);
+            writer::refresh_size(&self.pool, &self.shared).await;
         }
         Ok(deleted)
     }
@@ -500,17 +502,22 @@ impl PgStore {
     }
 
     pub async fn delete_request(&self, bin: &str, id: i64) -> Result<bool, StoreError> {
-        self.with_client("delete request", async |c| {
-            read::delete_request(c, bin, id).await
-        })
-        .await
+        let deleted = self
+            .with_client("delete request", async |c| {
+                read::delete_request(c, bin, id).await
+            })
+            .await?;
+        writer::refresh_size(&self.pool, &self.shared).await;
+        Ok(deleted)
     }
 
     pub async fn clear_requests(&self, bin: &str) -> Result<(), StoreError> {
         self.with_client("clear requests", async |c| {
             read::clear_requests(c, bin).await
         })
-        .await
+        .await?;
+        writer::refresh_size(&self.pool, &self.shared).await;
+        Ok(())
     }
 
     pub async fn reap_step(&self, now: i64, budget: usize) -> Result<ReapProgress, StoreError> {
@@ -520,6 +527,9 @@ impl PgStore {
         for bin in &progress.bins_deleted {
             self.shared.forget_bin(bin);
             self.shared.events.close(bin);
+        }
+        if progress.requests_deleted > 0 {
+            writer::refresh_size(&self.pool, &self.shared).await;
         }
         Ok(progress)
     }

@@ -383,16 +383,15 @@ pub async fn search_chunk(
 /// Whether the bin has a request below `before`.
 pub async fn any_before(c: &impl GenericClient, bin: &str, before: i64) -> Result<bool, Error> {
     let stmt = c
-        .prepare_cached(
-            "SELECT EXISTS (SELECT 1 FROM bin_requests WHERE bin_id = $1 AND seq < $2)",
-        )
+        .prepare_cached("SELECT EXISTS (SELECT 1 FROM bin_requests WHERE bin_id = $1 AND seq < $2)")
         .await?;
     c.query_one(&stmt, &[&bin, &before]).await?.try_get(0)
 }
 
-/// The database's size on disk, for `--max-db-bytes`.
+/// The stored bytes of every bin (bodies and headers), for `--max-db-bytes`: like SQLite's
+/// pages in use, it shrinks as soon as requests are deleted.
 pub async fn database_size(c: &impl GenericClient) -> Result<i64, Error> {
-    c.query_one("SELECT pg_database_size(current_database())", &[])
+    c.query_one("SELECT coalesce(sum(bytes_used), 0)::int8 FROM bins", &[])
         .await?
         .try_get(0)
 }

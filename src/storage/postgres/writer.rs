@@ -29,7 +29,8 @@ use crate::storage::{CaptureOutcome, CaptureReply, NewCapture, StoreError};
 pub const MAX_BATCH: usize = 512;
 /// After the database was unreachable, how long new batches fail at once.
 const BACKOFF: Duration = Duration::from_millis(500);
-/// How often the writer refreshes the database's size for `--max-db-bytes` (while writing).
+/// How often the writer refreshes the stored bytes from the database for `--max-db-bytes`
+/// (while writing; between refreshes it adds its own batches).
 const SIZE_EVERY: Duration = Duration::from_secs(1);
 /// Body bytes per INSERT statement (see `store`).
 const INSERT_BYTES: usize = 4 * 1024 * 1024;
@@ -89,13 +90,11 @@ pub async fn run(pool: Pool, mut rx: mpsc::Receiver<Capture>, shared: Arc<Shared
     tracing::debug!("database writer stopped: every queued write is committed");
 }
 
-/// Reads `pg_database_size` into the shared figure (a failure keeps the last one).
+/// Reads the stored bytes of every bin into the shared figure (a failure keeps the last one).
 pub async fn refresh_size(pool: &Pool, shared: &Shared) {
     let size = tokio::time::timeout(DB_TIMEOUT, async {
         let client = pool.get().await.map_err(pool_error)?;
-        super::read::database_size(&client)
-            .await
-            .map_err(db_error)
+        super::read::database_size(&client).await.map_err(db_error)
     })
     .await;
     if let Ok(Ok(bytes)) = size {
@@ -155,7 +154,16 @@ async fn commit(
         ))),
     };
     let outcomes = match result {
-        Ok(outcomes) => outcomes,
+        Ok((outcomes, delta)) => {
+            // Other nodes' writes come in with the next refresh.
+            let used = &shared.used_bytes;
+            let now = used.load(std::sync::atomic::Ordering::Relaxed) as i64;
+            used.store(
+                (now + delta).max(0) as u64,
+                std::sync::atomic::Ordering::Relaxed,
+            );
+            outcomes
+        }
         Err(e) => {
             shared.relay().pending.remove(&batch_no);
             return Err((e, batch));
@@ -214,13 +222,14 @@ struct Tally {
     last: usize,
 }
 
-/// One transaction for the whole batch; the outcome of each capture, in order.
+/// One transaction for the whole batch; the outcome of each capture, in order, and the change
+/// in stored bytes.
 async fn store(
     pool: &Pool,
     node: &str,
     batch_no: u64,
     captures: &[&NewCapture],
-) -> Result<Vec<CaptureOutcome>, StoreError> {
+) -> Result<(Vec<CaptureOutcome>, i64), StoreError> {
     let mut client = pool.get().await.map_err(pool_error)?;
     let tx = client.transaction().await.map_err(db_error)?;
     let mut ids: Vec<&str> = captures.iter().map(|c| c.request.bin_id.as_str()).collect();
@@ -308,7 +317,7 @@ async fn store(
     }
     if col_bin.is_empty() {
         // Nothing to store (every bin was gone): no changes, nothing to announce.
-        return Ok(outcomes);
+        return Ok((outcomes, 0));
     }
     let insert = tx
         .prepare_cached(
@@ -372,6 +381,7 @@ async fn store(
     let (mut up_id, mut up_count, mut up_last, mut up_bytes) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut payload = Payload::new(node, batch_no);
+    let mut delta = 0i64;
     for (id, tally) in bins.iter_mut().filter(|(_, t)| t.added > 0) {
         let mut count = tally.count + tally.added;
         let mut bytes = (tally.bytes + tally.added_bytes).max(0);
@@ -394,9 +404,7 @@ async fn store(
                 evicted += 1;
             }
             if let Some(cutoff) = cutoff {
-                tx.execute(&evict, &[id, &cutoff])
-                    .await
-                    .map_err(db_error)?;
+                tx.execute(&evict, &[id, &cutoff]).await.map_err(db_error)?;
             }
             if let CaptureOutcome::Stored { evicted: e, .. } = &mut outcomes[tally.last] {
                 *e = evicted;
@@ -406,6 +414,7 @@ async fn store(
         up_count.push(count);
         up_last.push(tally.last_id);
         up_bytes.push(bytes.max(0));
+        delta += bytes.max(0) - tally.bytes;
         payload.add(id, tally.first_id, tally.last_id);
     }
     let update = tx
@@ -431,7 +440,7 @@ async fn store(
             .map_err(db_error)?;
     }
     tx.commit().await.map_err(db_error)?;
-    Ok(outcomes)
+    Ok((outcomes, delta))
 }
 
 /// The NOTIFY text of a batch: a `{node} {batch} {chunk}` line, then `{bin} {first} {last}`

@@ -42,7 +42,7 @@ pub struct SqliteStore {
     used_bytes: Arc<AtomicU64>,
 }
 
-/// The background threads of a [`Store`]: the writer, and the checkpointer beside it.
+/// The background threads of a [`SqliteStore`]: the writer, and the checkpointer beside it.
 #[derive(Debug)]
 pub struct WriterThread {
     writer: std::thread::JoinHandle<()>,

@@ -10,9 +10,9 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 use tokio::sync::Semaphore;
 
 use super::schema;
-use crate::storage::{BinEntry, ScanBudget, SearchPage, StoreError, headers};
 use crate::ids::RequestId;
 use crate::model::{Bin, RequestSummary, StoredRequest};
+use crate::storage::{BinEntry, ScanBudget, SearchPage, StoreError, headers};
 
 #[derive(Debug)]
 pub struct ReadPool {

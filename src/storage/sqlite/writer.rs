@@ -24,10 +24,10 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use tokio::sync::{mpsc, oneshot};
 
 use super::checkpoint::{WalSize, checkpoint};
-use crate::storage::{CaptureOutcome, CaptureReply, NewCapture, ReapProgress, StoreError};
 use crate::events::EventHub;
 use crate::ids::RequestId;
 use crate::model::{Bin, RequestSummary};
+use crate::storage::{CaptureOutcome, CaptureReply, NewCapture, ReapProgress, StoreError};
 
 /// Operations per transaction at most; bounds how long one commit keeps callers waiting.
 pub const MAX_BATCH: usize = 512;
