@@ -22,7 +22,10 @@ CREATE TABLE bins (
     last_request_id bigint  NOT NULL DEFAULT 0,
     -- Stored bytes of the bin's requests (body + headers columns), kept by the writers for
     -- --max-bin-bytes, like request_count for the per-bin cap.
-    bytes_used      bigint  NOT NULL DEFAULT 0
+    bytes_used      bigint  NOT NULL DEFAULT 0,
+    -- A private bin: SHA-256 of its view token (32 bytes); NULL for a public bin. The token
+    -- itself is shown once, at creation, never stored.
+    view_token_hash bytea
 );
 
 -- The reaper walks bins by expiry.

@@ -1,4 +1,4 @@
--- hookbin database schema, version 3 (`PRAGMA user_version`).
+-- hookbin database schema, version 4 (`PRAGMA user_version`).
 --
 -- Embedded in the binary (src/storage/schema.rs) and applied in one transaction when the database
 -- file is new; a file made by an older hookbin is brought up to this version by the migrations in
@@ -17,7 +17,10 @@ CREATE TABLE bins (
     -- Last-Event-ID) always means the same request.
     last_request_id INTEGER NOT NULL DEFAULT 0,
     -- Stored body + header bytes of the bin's requests, kept by the writer for --max-bin-bytes.
-    bytes_used    INTEGER NOT NULL DEFAULT 0
+    bytes_used    INTEGER NOT NULL DEFAULT 0,
+    -- A private bin: SHA-256 of its view token (32 bytes); NULL for a public bin. Reads of a
+    -- private bin need the token; the token itself is shown once, at creation, never stored.
+    view_token_hash BLOB
 ) WITHOUT ROWID;
 
 -- The reaper walks bins by expiry.

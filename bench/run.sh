@@ -95,7 +95,10 @@ if [[ $SKIP_BUILD != 1 ]]; then
     CARGO_TARGET_DIR=$BASE_TARGET cargo build --profile dist --manifest-path "$BASE_DIR/Cargo.toml" ||
         die "baselines build failed"
 fi
-for b in "$BARE_BIN" "$SQLITE_BIN" "$PG_BIN"; do [[ -x $b ]] || die "missing $b (build bench/baselines)"; done
+# The baselines are only needed by the throughput section.
+if has "$SECTIONS" throughput; then
+    for b in "$BARE_BIN" "$SQLITE_BIN" "$PG_BIN"; do [[ -x $b ]] || die "missing $b (build bench/baselines)"; done
+fi
 if [[ $need_hookbin == 1 ]]; then
     [[ -x $HOOKBIN ]] || die "missing $HOOKBIN (cargo build --profile dist in $MAIN_DIR, or set BENCH_HOOKBIN)"
 fi
@@ -730,7 +733,7 @@ if has "$SECTIONS" search; then
         non200=$(awk '$1 != 200' "$WORK/search.times" | wc -l)
         p50=$(awk '{ print $3 * 1000 }' "$WORK/search.times" | sort -g | awk '{ v[NR] = $1 } END { printf "%.2f", v[int(NR * 0.5 + 0.999999)] }')
         p99=$(awk '{ print $3 * 1000 }' "$WORK/search.times" | sort -g | awk '{ v[NR] = $1 } END { printf "%.2f", v[int(NR * 0.99 + 0.999999)] }')
-        hits=$(curl -s "http://$addr/api/bins/$bin/requests?q=$q&limit=500" | grep -o '"id":' | wc -l)
+        hits=$(curl -s "http://$addr/api/bins/$bin/requests?q=$q&limit=500" | { grep -o '"id":' || true; } | wc -l)
         printf '%-50s %6s matches  p50 %8s ms  p99 %8s ms  (%s non-200)\n' "q=$q" "$hits" "$p50" "$p99" "$non200"
         ((non200 == 0)) || worst=999999
         lt "$worst" "$p99" && worst=$p99

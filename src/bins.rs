@@ -67,29 +67,63 @@ pub fn admit(state: &AppState, ip: IpAddr, now: i64) -> Result<(), Error> {
         })
 }
 
-/// Creates bin `id` (a fresh [`BinId::new`], after [`admit`]): stored, counted and logged.
+/// Creates bin `id` (a fresh [`BinId::new`], after [`admit`]): stored, counted and logged. A
+/// private bin comes with its view token, which exists nowhere else: only its hash is stored.
 pub async fn create(
     state: &AppState,
     id: BinId,
     ip: IpAddr,
     ttl: Duration,
     response: Option<ResponseSpec>,
-) -> Result<Bin, Error> {
+    private: bool,
+) -> Result<(Bin, Option<String>), Error> {
     let now = now_ms();
+    let (token, view_token_hash) = match private.then(ids::new_view_token) {
+        Some((token, hash)) => (Some(token), Some(hash)),
+        None => (None, None),
+    };
     let bin = Bin {
         id: id.into_string(),
         created_at: now,
         expires_at: now.saturating_add(ttl.as_millis() as i64),
         response: response.as_ref().map(ResponseSpec::to_json),
         request_count: 0,
+        view_token_hash,
     };
     state
         .store
         .create_bin(bin.clone(), response.map(Arc::new))
         .await?;
     state.metrics.bins_created.fetch_add(1, Relaxed);
-    tracing::info!(bin_id = %bin.id, %ip, "bin created");
-    Ok(bin)
+    tracing::info!(bin_id = %bin.id, %ip, private, "bin created");
+    Ok((bin, token))
+}
+
+/// Whether the caller may use bin `bin` (any read or change; capture is not asked): a public
+/// bin, or a private one with its view `token`. Everything else, an unknown or malformed bin
+/// included, is the same [`Error::BinNotFound`], so a caller without the token cannot tell a
+/// private bin from no bin. The hashes are compared in constant time.
+pub async fn authorize(state: &AppState, bin: &str, token: Option<&str>) -> Result<(), Error> {
+    use subtle::ConstantTimeEq as _;
+    let bin = bin_id(bin)?;
+    let entry = live(state, &bin, now_ms()).await?;
+    let Some(expected) = entry.view_token_hash else {
+        return Ok(());
+    };
+    let presented = ids::hash_view_token(token.unwrap_or_default());
+    if token.is_some() && bool::from(presented.ct_eq(&expected)) {
+        Ok(())
+    } else {
+        Err(Error::BinNotFound)
+    }
+}
+
+/// Whether `token` opens the private bin `bin` (for a page link that sets the bin's cookie).
+pub async fn token_opens(state: &AppState, bin: &BinId, token: &str) -> bool {
+    live(state, bin, now_ms())
+        .await
+        .is_ok_and(|e| e.view_token_hash.is_some())
+        && authorize(state, bin.as_str(), Some(token)).await.is_ok()
 }
 
 /// The live bin with its current request count.
@@ -314,11 +348,16 @@ pub async fn record(state: &AppState, request: StoredRequest) -> Result<RequestI
                     .captures_rejected_queue_full
                     .fetch_add(1, Relaxed);
                 tracing::warn!("write queue full: answering 503");
+            } else if !matches!(e, StoreError::Closed | StoreError::Full(_)) {
+                state.metrics.capture_failures.fetch_add(1, Relaxed);
             }
         })?;
     let outcome = pending.outcome().await.inspect_err(|e| {
+        // Stopping is not a failure: the 503 says so and the client retries elsewhere.
         if matches!(e, StoreError::Full(_)) {
             storage_full();
+        } else if !matches!(e, StoreError::Closed) {
+            state.metrics.capture_failures.fetch_add(1, Relaxed);
         }
     })?;
     match outcome {

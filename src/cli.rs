@@ -157,6 +157,11 @@ pub struct ServeArgs {
     #[arg(long, env = "HOOKBIN_MAX_REQUESTS_PER_BIN", value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
     pub max_requests_per_bin: u64,
 
+    /// New bins are private unless the creator says `"private": false`: their pages and API
+    /// reads need the view token returned at creation (the capture URL stays open).
+    #[arg(long, env = "HOOKBIN_PRIVATE_BINS", value_parser = clap::builder::BoolishValueParser::new(), default_value_t = false, num_args = 0..=1, default_missing_value = "true")]
+    pub private_bins: bool,
+
     /// Bytes kept per bin (stored bodies and headers); its oldest requests are evicted beyond
     /// this, like the request count cap. The newest request is always kept.
     #[arg(long, env = "HOOKBIN_MAX_BIN_BYTES", value_name = "N", default_value_t = 104_857_600, value_parser = clap::value_parser!(u64).range(1..=(1u64 << 50)))]

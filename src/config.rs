@@ -30,6 +30,8 @@ pub struct Config {
     pub max_bin_bytes: u64,
     /// `--max-db-bytes`: captures answer 507 while the database uses more.
     pub max_db_bytes: Option<u64>,
+    /// `--private-bins`: bins are private unless asked otherwise.
+    pub private_bins: bool,
     pub max_header_bytes: usize,
     pub trust_proxy: bool,
     pub header_timeout: Duration,
@@ -180,6 +182,7 @@ impl TryFrom<&ServeArgs> for Config {
             max_requests_per_bin: args.max_requests_per_bin,
             max_bin_bytes: args.max_bin_bytes,
             max_db_bytes: args.max_db_bytes,
+            private_bins: args.private_bins,
             max_header_bytes: args.max_header_bytes as usize,
             trust_proxy: args.trust_proxy,
             header_timeout: args.header_timeout,

@@ -29,6 +29,24 @@ pub fn new_bin_id() -> String {
     id
 }
 
+/// A private bin's view token: 32 bytes from the operating system's CSPRNG, base64url (43
+/// characters), and the SHA-256 that is stored in its place.
+pub fn new_view_token() -> (String, [u8; 32]) {
+    let mut bytes = [0u8; 32];
+    SysRng
+        .try_fill_bytes(&mut bytes)
+        .expect("the operating system's random number generator failed");
+    let token = URL_SAFE_NO_PAD.encode(bytes);
+    let hash = hash_view_token(&token);
+    (token, hash)
+}
+
+/// What is stored of a view token, and what a presented one is compared by.
+pub fn hash_view_token(token: &str) -> [u8; 32] {
+    use sha2::Digest as _;
+    sha2::Sha256::digest(token.as_bytes()).into()
+}
+
 /// Whether `s` can be a bin id at all (cheap check before touching storage).
 pub fn is_valid_bin_id(s: &str) -> bool {
     (16..=64).contains(&s.len())

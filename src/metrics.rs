@@ -17,6 +17,7 @@ pub struct Metrics {
     pub requests_truncated: AtomicU64,
     pub requests_evicted: AtomicU64,
     pub captures_rejected_queue_full: AtomicU64,
+    pub capture_failures: AtomicU64,
     pub captures_rejected_storage_full: AtomicU64,
     pub captures_unknown_bin: AtomicU64,
     pub bins_created: AtomicU64,
@@ -40,6 +41,8 @@ struct Histogram {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Gauges {
     pub write_queue_depth: usize,
+    /// `--write-queue`: the depth at which captures get 503.
+    pub write_queue_capacity: usize,
     pub live_bins: usize,
     pub database_bytes: u64,
     /// Pages in use (free pages excluded): what `--max-db-bytes` is compared with.
@@ -66,7 +69,7 @@ impl Metrics {
 
     pub fn render(&self, g: Gauges) -> String {
         let mut out = String::with_capacity(4096);
-        let counters: [(&str, &str, &AtomicU64); 13] = [
+        let counters: [(&str, &str, &AtomicU64); 14] = [
             (
                 "hookbin_requests_captured_total",
                 "Requests captured and committed.",
@@ -86,6 +89,11 @@ impl Metrics {
                 "hookbin_captures_rejected_queue_full_total",
                 "Captures answered 503 because the write queue was full.",
                 &self.captures_rejected_queue_full,
+            ),
+            (
+                "hookbin_capture_failures_total",
+                "Captures the database failed to commit (answered 5xx, not recorded).",
+                &self.capture_failures,
             ),
             (
                 "hookbin_captures_rejected_storage_full_total",
@@ -140,11 +148,16 @@ impl Metrics {
                 value.load(Relaxed)
             );
         }
-        let gauges: [(&str, &str, u64); 6] = [
+        let gauges: [(&str, &str, u64); 7] = [
             (
                 "hookbin_write_queue_depth",
                 "Writes waiting for the database writer.",
                 g.write_queue_depth as u64,
+            ),
+            (
+                "hookbin_write_queue_capacity",
+                "Writes the queue holds (--write-queue); captures beyond it get 503.",
+                g.write_queue_capacity as u64,
             ),
             (
                 "hookbin_bins_live",

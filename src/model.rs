@@ -44,6 +44,15 @@ pub struct Bin {
     /// The custom response as its canonical JSON text, or `None` for the default `200 ok`.
     pub response: Option<String>,
     pub request_count: u64,
+    /// SHA-256 of a private bin's view token (`None`: a public bin). The token itself is never
+    /// stored: it is shown once, when the bin is created.
+    pub view_token_hash: Option<[u8; 32]>,
+}
+
+impl Bin {
+    pub fn is_private(&self) -> bool {
+        self.view_token_hash.is_some()
+    }
 }
 
 /// A captured request, complete: what the writer stores and the API returns.

@@ -116,6 +116,7 @@ mod tests {
                 expires_at,
                 response: None,
                 request_count: 0,
+                view_token_hash: None,
             };
             state.store.create_bin(bin, None).await.unwrap();
             for _ in 0..requests {

@@ -151,7 +151,60 @@
       if (res.ok) pre.querySelector('code').textContent = (await res.text()).trim();
     } catch (_) { /* keep the server's rendering */ }
   }
+  // A command too long for the page (a large body is in it): fetched when copied, and its
+  // download link follows the target field.
+  function curlUrl(api, target, download) {
+    const params = [];
+    if (download) params.push('download=1');
+    if (target) params.push(`target=${encodeURIComponent(target)}`);
+    return api + (params.length ? `?${params.join('&')}` : '');
+  }
+  async function copyLargeCurl(box) {
+    const input = $('#curl-target');
+    const target = input ? input.value.trim() : '';
+    try {
+      const res = await fetch(curlUrl(box.dataset.api, validTarget(target) ? target : ''), { credentials: 'same-origin' });
+      if (!res.ok) throw new Error(`HTTP ${res.status}`);
+      const ok = await copyText((await res.text()).trim());
+      announce(ok ? 'Copied the request as curl' : 'Could not copy: download the script instead');
+      return ok;
+    } catch (_) {
+      announce('Could not fetch the command: download the script instead');
+      return false;
+    }
+  }
+  document.addEventListener('click', async (ev) => {
+    const btn = ev.target.closest('#copy-curl-large');
+    if (!btn) return;
+    const box = btn.closest('#curl-large');
+    const ok = await copyLargeCurl(box);
+    btn.dataset.label = btn.dataset.label || btn.textContent;
+    btn.textContent = ok ? 'Copied' : 'Copy failed';
+    clearTimeout(btn.copyTimer);
+    btn.copyTimer = setTimeout(() => { btn.textContent = btn.dataset.label; }, 1500);
+  });
+  function initLargeCurl(root) {
+    const box = $('#curl-large', root);
+    const input = $('#curl-target', root);
+    if (!box || !input) return;
+    const bin = box.dataset.api.split('/')[3] || '';
+    const link = $('#curl-download', box);
+    const aim = (target) => { link.href = curlUrl(box.dataset.api, target, true); };
+    const remembered = rememberedTarget(bin);
+    if (!input.value && remembered) {
+      input.value = remembered;
+      aim(remembered);
+    }
+    input.form.addEventListener('submit', (ev) => {
+      ev.preventDefault();
+      const target = input.value.trim();
+      rememberTarget(bin, target);
+      aim(validTarget(target) ? target : '');
+    });
+  }
+
   function initCurl(root) {
+    initLargeCurl(root);
     const pre = $('#curl-command', root);
     const input = $('#curl-target', root);
     if (!pre || !input) return;
@@ -171,6 +224,11 @@
   }
   function copyCurl() {
     const pre = $('#curl-command');
+    const large = $('#curl-large');
+    if (!pre && large) {
+      copyLargeCurl(large);
+      return;
+    }
     if (!pre) {
       announce('No curl command for this request');
       return;

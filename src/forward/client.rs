@@ -64,10 +64,14 @@ impl Api {
         }
     }
 
-    fn request(path: &str, accept: &str) -> Request {
-        Request::new("GET", path)
+    fn request(&self, path: &str, accept: &str) -> Request {
+        let request = Request::new("GET", path)
             .header("User-Agent", AGENT)
-            .header("Accept", accept)
+            .header("Accept", accept);
+        match &self.bin.token {
+            Some(token) => request.header("Authorization", format!("Bearer {token}")),
+            None => request,
+        }
     }
 
     /// GETs `{prefix}/api/bins/{bin}{rest}` and parses the JSON answer; a non-200 status is a
@@ -105,7 +109,7 @@ impl Api {
     /// Sends on the kept-alive connection; a connection the server closed meanwhile is replaced
     /// once (a GET is safe to repeat).
     async fn send_kept_alive(&mut self, path: &str) -> Result<Response, CallError> {
-        let request = Api::request(path, "application/json");
+        let request = self.request(path, "application/json");
         if let Some(connection) = self.fetcher.take()
             && let Ok(response) = connection.send(&request).await
         {
@@ -122,8 +126,9 @@ impl Api {
     /// (`0`: from the start of the bin).
     pub async fn open_stream(&self, last_id: i64) -> Result<EventStream, CallError> {
         let path = self.bin.api_path("/stream");
-        let request =
-            Api::request(&path, "text/event-stream").header("Last-Event-ID", last_id.to_string());
+        let request = self
+            .request(&path, "text/event-stream")
+            .header("Last-Event-ID", last_id.to_string());
         let open = async {
             let connection = self.client.connect(&self.bin.url).await?;
             connection

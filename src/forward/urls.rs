@@ -14,12 +14,26 @@ pub struct BinUrl {
     pub bin: String,
     /// `scheme://authority{prefix}/r/{bin}`, for messages.
     pub capture_url: String,
+    /// A private bin's view token, from the view link's `?token=`: sent as a Bearer credential
+    /// on every API call.
+    pub token: Option<String>,
 }
 
 impl BinUrl {
     /// Accepts the capture URL (`/r/BIN`, also with a subpath after it), the inspector URL
     /// (`/bins/BIN`) or the API URL (`/api/bins/BIN`) of a bin, under an optional path prefix.
+    /// A private bin's view link (`/bins/BIN?token=...`) carries its token; any other query is
+    /// refused.
     pub fn parse(text: &str) -> Result<BinUrl, String> {
+        let (text, token) = match text.split_once('?') {
+            None => (text, None),
+            Some((base, query)) => match query.strip_prefix("token=") {
+                Some(t) if !t.is_empty() && !t.contains(['&', '#', '%', '+']) => {
+                    (base, Some(t.to_owned()))
+                }
+                _ => return Err("the bin URL may carry only ?token=VIEW_TOKEN".into()),
+            },
+        };
         let url = HttpUrl::parse_base(text).map_err(|e| e.to_string())?;
         let segments: Vec<&str> = url.prefix().split('/').collect();
         let found = segments
@@ -45,6 +59,7 @@ impl BinUrl {
             prefix,
             bin,
             capture_url,
+            token,
         })
     }
 
@@ -112,6 +127,18 @@ mod tests {
             );
         }
         let b = BinUrl::parse(&format!("https://hooks.example.com/r/{BIN}")).unwrap();
+        assert_eq!(b.token, None);
+        let private = BinUrl::parse(&format!("https://h/bins/{BIN}?token=abc_-9")).unwrap();
+        assert_eq!(
+            (private.bin.as_str(), private.token.as_deref()),
+            (BIN, Some("abc_-9"))
+        );
+        for bad in ["?x=1", "?token=", "?token=a&b=c"] {
+            assert!(
+                BinUrl::parse(&format!("https://h/bins/{BIN}{bad}")).is_err(),
+                "{bad}"
+            );
+        }
         assert!(b.url.is_https());
         assert_eq!((b.url.host(), b.url.port()), ("hooks.example.com", 443));
         assert_eq!(b.url.authority(), "hooks.example.com");

@@ -154,6 +154,15 @@ pub async fn route(state: &Arc<AppState>, req: Request<Incoming>, conn: &ConnInf
     else {
         return Err(ApiError::route_not_found());
     };
+    // A private bin answers only to its token; without it, exactly as an unknown bin does (so
+    // only where the method is allowed: elsewhere both get the same 405).
+    let allowed = route
+        .methods()
+        .any(|m| m == method.as_str() || (m == "GET" && method == Method::HEAD));
+    if allowed && route.path.starts_with("/api/bins/{bin}") {
+        let token = crate::web::private::presented_token(req.headers());
+        bins::authorize(state, params[0], token.as_deref()).await?;
+    }
     let wrong_method = || Err(ApiError::method_not_allowed(route.allow));
     let delete = method == Method::DELETE;
     match (route.endpoint, params.as_slice()) {
@@ -226,23 +235,31 @@ async fn create_bin(state: &Arc<AppState>, req: Request<Incoming>, conn: &ConnIn
     let options = read_json(state, req).await?;
     // The id comes first: a custom response is checked against its bin (cookie paths...).
     let id = BinId::new();
-    let (ttl, response) = bin_options(options.as_ref(), state.config.bin_ttl, &id)?;
-    let bin = bins::create(state, id, ip, ttl, response).await?;
-    let mut res = body::json(StatusCode::CREATED, &views::bin(&bin, &base, &capture));
+    let (ttl, response, private) = bin_options(options.as_ref(), state.config.bin_ttl, &id)?;
+    let private = private.unwrap_or(state.config.private_bins);
+    let (bin, token) = bins::create(state, id, ip, ttl, response, private).await?;
+    let mut view = views::bin(&bin, &base, &capture);
+    if let Some(token) = token {
+        // Shown this once: only its hash is stored.
+        view["view_token"] = Value::from(token.as_str());
+        view["view_url"] = Value::from(format!("{base}/bins/{}?token={token}", bin.id));
+    }
+    let mut res = body::json(StatusCode::CREATED, &view);
     if let Ok(location) = HeaderValue::from_str(&format!("/api/bins/{}", bin.id)) {
         res.headers_mut().insert(LOCATION, location);
     }
     Ok(res)
 }
 
-/// `{"ttl_seconds": n, "response": ResponseSpec}`, both optional, for the new bin `bin`.
+/// `{"ttl_seconds": n, "response": ResponseSpec, "private": bool}`, each optional, for the new
+/// bin `bin`; `private` is `None` when not given (the instance's `--private-bins` decides).
 pub fn bin_options(
     options: Option<&Value>,
     default_ttl: Duration,
     bin: &BinId,
-) -> Result<(Duration, Option<ResponseSpec>), ApiError> {
+) -> Result<(Duration, Option<ResponseSpec>, Option<bool>), ApiError> {
     let Some(options) = options else {
-        return Ok((default_ttl, None));
+        return Ok((default_ttl, None, None));
     };
     let Value::Object(map) = options else {
         return Err(ApiError::unprocessable(
@@ -252,13 +269,23 @@ pub fn bin_options(
     };
     if let Some(key) = map
         .keys()
-        .find(|k| !["ttl_seconds", "response"].contains(&k.as_str()))
+        .find(|k| !["ttl_seconds", "response", "private"].contains(&k.as_str()))
     {
         return Err(ApiError::unprocessable(
             "invalid_bin",
-            format!("{key}: unknown field (expected ttl_seconds, response)"),
+            format!("{key}: unknown field (expected ttl_seconds, response, private)"),
         ));
     }
+    let private = match map.get("private") {
+        None | Some(Value::Null) => None,
+        Some(Value::Bool(b)) => Some(*b),
+        Some(_) => {
+            return Err(ApiError::unprocessable(
+                "invalid_bin",
+                "private: must be true or false",
+            ));
+        }
+    };
     let ttl = match map.get("ttl_seconds") {
         None | Some(Value::Null) => default_ttl,
         Some(v) => match v.as_u64().filter(|s| (1..=MAX_TTL_SECONDS).contains(s)) {
@@ -278,7 +305,7 @@ pub fn bin_options(
                 .map_err(|e| ApiError::unprocessable("invalid_response", e.to_string()))?,
         ),
     };
-    Ok((ttl, response))
+    Ok((ttl, response, private))
 }
 
 async fn get_bin(state: &AppState, req: &Request<Incoming>, id: &BinId) -> ApiResult {

@@ -40,6 +40,7 @@ pub fn metrics(state: &AppState) -> Response<Body> {
     };
     let gauges = Gauges {
         write_queue_depth: state.store.queue_depth(),
+        write_queue_capacity: state.config.write_queue,
         live_bins: state.store.bin_count(),
         database_bytes,
         database_used_bytes: state.store.used_bytes(),

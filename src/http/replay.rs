@@ -2,7 +2,9 @@
 //!
 //! - `GET /api/bins/{bin}/requests/{req}/curl[?target=URL]`: one shell command line
 //!   ([`crate::render::curl`]). A truncated capture replays only its stored prefix; the answer then
-//!   says so in `X-Hookbin-Warning`, since the command itself must stay one line.
+//!   says so in `X-Hookbin-Warning`, since the command itself must stay one line. `download=1`
+//!   offers it as a file (`request-{id}.curl.sh`): what the request page links to when the
+//!   command is too long to show (a large body is in it).
 //! - `GET /api/bins/{bin}/export?format=har|json`: streamed entry by entry. A bin holds up to
 //!   `--max-requests-per-bin` requests of up to `--max-body-bytes` each (1000 x 5 MiB by
 //!   default), so the document is never built in memory: requests are read in pages bounded by
@@ -63,6 +65,15 @@ pub async fn curl(
     let h = res.headers_mut();
     // The command can carry tokens and signatures: keep it out of shared caches.
     h.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    if matches!(
+        query_param(req.uri().query(), "download").as_deref(),
+        Some("1" | "true")
+    ) {
+        let name = format!("attachment; filename=\"request-{id}.curl.sh\"");
+        if let Ok(v) = HeaderValue::from_str(&name) {
+            h.insert(CONTENT_DISPOSITION, v);
+        }
+    }
     if request.body_truncated {
         let warning = format!(
             "body truncated; the command sends only the first {} bytes",

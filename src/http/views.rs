@@ -25,6 +25,7 @@ pub fn bin(bin: &Bin, base: &str, capture_base: &str) -> Value {
         "expires_at": rfc3339_ms(bin.expires_at),
         "request_count": bin.request_count,
         "response": response,
+        "private": bin.is_private(),
     })
 }
 

@@ -217,6 +217,9 @@ struct BinPage {
     filtered: bool,
     /// The first page of the list with this page's `q`.
     list_href: String,
+    /// A private bin's view link, rebuilt from the token its cookie carries (only its hash is
+    /// stored): shown so the user can keep or share it.
+    view_url: Option<String>,
 }
 
 pub async fn page(state: &AppState, req: &Request<Incoming>, bin: &BinId) -> PageResult {
@@ -357,7 +360,16 @@ async fn render_page(
     } else {
         StatusCode::OK
     };
+    let view_url = bin.is_private().then(|| {
+        let token = crate::web::private::presented_token(headers).unwrap_or_default();
+        format!(
+            "{}/bins/{bin_id}?token={}",
+            crate::web::client::public_base(&state.config, headers),
+            encode_param(&token)
+        )
+    });
     let page = BinPage {
+        view_url,
         bin: bin_id.to_string(),
         example_curl: format!(
             "curl -X POST {} -H 'Content-Type: application/json' -d '{{\"hello\":\"world\"}}'",

@@ -18,22 +18,27 @@ use crate::model::StoredRequest;
 /// How much of a body one view renders.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Caps {
-    /// Most text (pretty JSON, raw text) rendered per view.
+    /// Most HTML a text view (pretty JSON with its markup, raw text, XML, form fields, part
+    /// previews) may take, counted as escaped: `"` costs 5 bytes (`&#34;`) in the page, so a
+    /// cap on the text itself would let a body of quotes take five times the room.
     pub text: usize,
-    /// Most body bytes rendered as a hex dump (each 16 bytes become one ~78 character line).
+    /// Most body bytes rendered as a hex dump (each 16 bytes become one line of 78 to 142 bytes
+    /// of HTML, depending on how many characters of the ASCII column need escaping).
     pub hex: usize,
 }
 
-/// The request on its own page.
+/// The request on its own page. Together the views stay well under the 300 KiB a request page
+/// may weigh whatever the body (issue 12): at most Pretty 72 KiB + Raw 72 KiB + a hex dump of
+/// 8 KiB (71 KiB at worst) + the hex dump as sent of an encoded body (36 KiB at worst).
 pub const PAGE_CAPS: Caps = Caps {
-    text: 128 * 1024,
-    hex: 32 * 1024,
+    text: 72 * 1024,
+    hex: 8 * 1024,
 };
 /// The detail beside the list: the bin page is the one kept open and reloaded, so it stays
 /// light; its notes point to the request's own page for more.
 pub const PANE_CAPS: Caps = Caps {
-    text: 32 * 1024,
-    hex: 8 * 1024,
+    text: 24 * 1024,
+    hex: 4 * 1024,
 };
 /// Bodies up to this size are checked as a whole to be JSON. A larger body declared as JSON has
 /// its start pretty-printed unchecked (a view only: Raw and the download stay exact), so a
@@ -126,6 +131,37 @@ fn looks_like_text(text: &str) -> bool {
     !text.contains('\0') && controls * 100 <= text.len().max(1)
 }
 
+/// What `text` weighs in the page once HTML-escaped (askama writes `&#34;` for `"`, and the
+/// same length for `'`, `<`, `>`, `&`).
+pub fn html_len(text: &str) -> usize {
+    text.len()
+        + 4 * text
+            .bytes()
+            .filter(|b| matches!(b, b'"' | b'\'' | b'<' | b'>' | b'&'))
+            .count()
+}
+
+/// The start of `text` that weighs at most `cap` bytes of HTML once escaped, cut at a
+/// character boundary.
+fn clip_html(text: &str, cap: usize) -> (&str, bool) {
+    let mut weight = 0;
+    for (i, b) in text.bytes().enumerate() {
+        weight += if matches!(b, b'"' | b'\'' | b'<' | b'>' | b'&') {
+            5
+        } else {
+            1
+        };
+        if weight > cap {
+            let mut end = i;
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            return (&text[..end], true);
+        }
+    }
+    (text, false)
+}
+
 /// The start of `text`, at most `cap` bytes, cut at a character boundary.
 fn clip(text: &str, cap: usize) -> (&str, bool) {
     if text.len() <= cap {
@@ -211,11 +247,12 @@ pub fn request_view(r: &StoredRequest, caps: Caps, decode_limit: usize) -> BodyV
     let mut v = view(shown, content_type.as_deref(), caps);
     v.notes.insert(0, note);
     if is_decoded {
-        let (dump, clipped) = hexdump(&r.body, caps.hex);
+        // Half the room: the decoded views come first.
+        let (dump, clipped) = hexdump(&r.body, caps.hex / 2);
         v.tabs.push(Tab {
             label: "As sent (hex)",
             panel: Panel::Hex(dump),
-            clipped: clipped.then(|| clip_note(caps.hex, r.body.len(), caps)),
+            clipped: clipped.then(|| clip_note(caps.hex / 2, r.body.len(), caps)),
         });
     }
     v
@@ -299,6 +336,9 @@ pub fn view(body: &[u8], content_type: Option<&str>, caps: Caps) -> BodyView {
         } else if declared_xml || looks_xml {
             match content::xml::pretty(text, caps.text) {
                 Ok((pretty, clipped)) => {
+                    // XML is mostly `<`, `>` and quotes: clipped again by its escaped weight.
+                    let (fits, cut) = clip_html(&pretty, caps.text);
+                    let (pretty, clipped) = (fits.to_owned(), clipped || cut);
                     kind = "XML";
                     tabs.push(Tab {
                         label: "Pretty",
@@ -326,7 +366,7 @@ pub fn view(body: &[u8], content_type: Option<&str>, caps: Caps) -> BodyView {
                 clipped: clipped.then(|| format!("Showing the first fields only. {}", more(caps))),
             });
         }
-        let (shown, clipped) = clip(text, caps.text);
+        let (shown, clipped) = clip_html(text, caps.text);
         tabs.push(Tab {
             label: "Raw",
             panel: Panel::Text(shown.to_owned()),
@@ -390,7 +430,7 @@ fn part_views(body: &[u8], parsed: &multipart::Multipart, caps: Caps) -> Vec<Par
             let text = utf8_text(bytes).filter(|t| looks_like_text(clip(t, SNIFF).0));
             let (preview, clipped, is_hex) = match text {
                 Some(t) => {
-                    let (shown, clipped) = clip(t, text_cap.min(budget));
+                    let (shown, clipped) = clip_html(t, text_cap.min(budget));
                     (shown.to_owned(), clipped, false)
                 }
                 None => {
@@ -398,7 +438,7 @@ fn part_views(body: &[u8], parsed: &multipart::Multipart, caps: Caps) -> Vec<Par
                     (dump, clipped, true)
                 }
             };
-            budget = budget.saturating_sub(preview.len());
+            budget = budget.saturating_sub(html_len(&preview));
             if clipped {
                 view.preview_note = Some(format!(
                     "Showing the start of its {}. Download it for all of it.",
@@ -412,13 +452,16 @@ fn part_views(body: &[u8], parsed: &multipart::Multipart, caps: Caps) -> Vec<Par
         .collect()
 }
 
+/// The markup of one form field row (`<tr><td class="name">...`), for the page budget.
+const FIELD_ROW_HTML: usize = 60;
+
 /// Form fields decoded as application/x-www-form-urlencoded, in order, repeats kept; stops
 /// after about `cap` bytes of text.
 fn form_fields(text: &str, cap: usize) -> (Vec<(String, String)>, bool) {
     let mut fields = Vec::new();
     let mut size = 0;
     for (k, v) in form_urlencoded::parse(text.as_bytes()) {
-        size += k.len() + v.len();
+        size += html_len(&k) + html_len(&v) + FIELD_ROW_HTML;
         if size > cap {
             return (fields, true);
         }
@@ -622,6 +665,9 @@ fn hidden(c: char) -> bool {
         )
 }
 
+/// `<span class="j-key"></span>` around a classed token.
+const SPAN_HTML: usize = 27;
+
 #[derive(Default)]
 struct Tokens {
     tokens: Vec<Token>,
@@ -632,7 +678,8 @@ struct Tokens {
 
 impl Tokens {
     fn push(&mut self, class: &'static str, text: &str) {
-        self.size += text.len();
+        // Counted as the page will weigh it: escaped, and in its span.
+        self.size += html_len(text) + if class.is_empty() { 0 } else { SPAN_HTML };
         match self.tokens.last_mut() {
             Some(last) if last.class.is_empty() && class.is_empty() => last.text.push_str(text),
             _ => self.tokens.push(Token {

@@ -6,7 +6,7 @@ use askama::Template;
 use hyper::body::Incoming;
 use hyper::{Request, StatusCode};
 
-use super::{PageResult, check_same_site, query_param, render, see_other};
+use super::{PageResult, field, query_param, read_form, render, see_other};
 use crate::bins;
 use crate::clock::now_ms;
 use crate::state::AppState;
@@ -20,6 +20,8 @@ struct HomePage {
     example_url: String,
     ttl: String,
     deleted: bool,
+    /// `--private-bins`: the "private" choice is preselected.
+    private_default: bool,
 }
 
 pub fn page(state: &AppState, req: &Request<Incoming>) -> PageResult {
@@ -30,6 +32,7 @@ pub fn page(state: &AppState, req: &Request<Incoming>) -> PageResult {
             example_url: format!("{base}/r/<your-bin-id>"),
             ttl: super::format::duration_words(state.config.bin_ttl.as_millis() as i64),
             deleted: query_param(req, "deleted").is_some(),
+            private_default: state.config.private_bins,
         },
     )
 }
@@ -39,10 +42,19 @@ pub async fn create_bin(
     req: Request<Incoming>,
     conn: &ConnInfo,
 ) -> PageResult {
-    check_same_site(state, &req)?;
     let ip = client_ip(&state.config, conn.peer, req.headers());
     bins::admit(state, ip, now_ms())?;
+    let form = read_form(state, req).await?;
+    let private = match field(&form, "visibility") {
+        "private" => true,
+        "public" => false,
+        _ => state.config.private_bins,
+    };
     let id = crate::ids::BinId::new();
-    let bin = bins::create(state, id, ip, state.config.bin_ttl, None).await?;
-    Ok(see_other(&format!("/bins/{}", bin.id)))
+    let (bin, token) = bins::create(state, id, ip, state.config.bin_ttl, None, private).await?;
+    // A private bin's page opens through its token link, which sets the bin's cookie.
+    Ok(see_other(&match token {
+        Some(token) => format!("/bins/{}?token={token}", bin.id),
+        None => format!("/bins/{}", bin.id),
+    }))
 }

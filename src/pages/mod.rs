@@ -77,54 +77,105 @@ pub async fn route(
             .await
             .map_err(PageError::from)
     };
-    let result = match segments.as_slice() {
-        [""] if get => home::page(state, &req),
-        ["static", name] if get => Ok(static_file(name, req.uri().query())),
-        ["bins"] if post => home::create_bin(state, req, conn).await,
-        ["bins", bin] if get => match bin_id(bin) {
-            Ok(bin) => bin::page(state, &req, &bin).await,
-            Err(e) => Err(e),
+    // A private bin's pages answer only to its token (its cookie, or a link's `?token=`, which
+    // sets the cookie and comes back without it); without, exactly as an unknown bin.
+    let gate = match segments.as_slice() {
+        ["bins", bin, ..] if get || post => private_gate(state, &req, bin).await,
+        _ => Ok(None),
+    };
+    let result = match (gate, segments.as_slice()) {
+        (Err(e), _) => Err(e),
+        (Ok(Some(redirect)), _) => Ok(redirect),
+        (Ok(None), segments) => match segments {
+            [""] if get => home::page(state, &req),
+            ["static", name] if get => Ok(static_file(name, req.uri().query())),
+            ["bins"] if post => home::create_bin(state, req, conn).await,
+            ["bins", bin] if get => match bin_id(bin) {
+                Ok(bin) => bin::page(state, &req, &bin).await,
+                Err(e) => Err(e),
+            },
+            ["bins", bin, "delete"] if post => match bin_id(bin) {
+                Ok(bin) => bin::delete_bin(state, req, &bin).await,
+                Err(e) => Err(e),
+            },
+            ["bins", bin, "clear"] if post => match bin_id(bin) {
+                Ok(bin) => bin::clear(state, req, &bin).await,
+                Err(e) => Err(e),
+            },
+            ["bins", bin, "response"] if post => match bin_id(bin) {
+                Ok(bin) => bin::set_response(state, req, &bin).await,
+                Err(e) => Err(e),
+            },
+            ["bins", bin, "response", "clear"] if post => match bin_id(bin) {
+                Ok(bin) => bin::clear_response(state, req, &bin).await,
+                Err(e) => Err(e),
+            },
+            ["bins", bin, "requests", id] if get => match ids(bin, id).await {
+                Ok(ids) => request::page(state, &req, ids).await,
+                Err(e) => Err(e),
+            },
+            ["bins", bin, "requests", id, "delete"] if post => match ids(bin, id).await {
+                Ok(ids) => request::delete(state, req, ids).await,
+                Err(e) => Err(e),
+            },
+            ["bins", bin, "requests", id, "verify"] if post => match ids(bin, id).await {
+                Ok(ids) => request::verify(state, req, ids).await,
+                Err(e) => Err(e),
+            },
+            [""] | ["static", _] | ["bins", _] | ["bins", _, "requests", _] => {
+                Err(PageError::method_not_allowed("GET, HEAD"))
+            }
+            ["bins"]
+            | ["bins", _, "delete" | "clear" | "response"]
+            | ["bins", _, "response", "clear"]
+            | ["bins", _, "requests", _, "delete" | "verify"] => {
+                Err(PageError::method_not_allowed("POST"))
+            }
+            _ => Err(PageError::not_found("There is no page at this address.")),
         },
-        ["bins", bin, "delete"] if post => match bin_id(bin) {
-            Ok(bin) => bin::delete_bin(state, req, &bin).await,
-            Err(e) => Err(e),
-        },
-        ["bins", bin, "clear"] if post => match bin_id(bin) {
-            Ok(bin) => bin::clear(state, req, &bin).await,
-            Err(e) => Err(e),
-        },
-        ["bins", bin, "response"] if post => match bin_id(bin) {
-            Ok(bin) => bin::set_response(state, req, &bin).await,
-            Err(e) => Err(e),
-        },
-        ["bins", bin, "response", "clear"] if post => match bin_id(bin) {
-            Ok(bin) => bin::clear_response(state, req, &bin).await,
-            Err(e) => Err(e),
-        },
-        ["bins", bin, "requests", id] if get => match ids(bin, id).await {
-            Ok(ids) => request::page(state, &req, ids).await,
-            Err(e) => Err(e),
-        },
-        ["bins", bin, "requests", id, "delete"] if post => match ids(bin, id).await {
-            Ok(ids) => request::delete(state, req, ids).await,
-            Err(e) => Err(e),
-        },
-        ["bins", bin, "requests", id, "verify"] if post => match ids(bin, id).await {
-            Ok(ids) => request::verify(state, req, ids).await,
-            Err(e) => Err(e),
-        },
-        [""] | ["static", _] | ["bins", _] | ["bins", _, "requests", _] => {
-            Err(PageError::method_not_allowed("GET, HEAD"))
-        }
-        ["bins"]
-        | ["bins", _, "delete" | "clear" | "response"]
-        | ["bins", _, "response", "clear"]
-        | ["bins", _, "requests", _, "delete" | "verify"] => {
-            Err(PageError::method_not_allowed("POST"))
-        }
-        _ => Err(PageError::not_found("There is no page at this address.")),
     };
     result.unwrap_or_else(PageError::into_response)
+}
+
+/// The private-bin check of a `/bins/{bin}/...` page: `Ok(None)` to go on, `Ok(Some(303))`
+/// when a valid `?token=` link is opened (the cookie is set and the token leaves the address
+/// bar, history and Referer), `Err(404)` when the bin is private and no valid token came.
+async fn private_gate(
+    state: &AppState,
+    req: &Request<Incoming>,
+    bin: &str,
+) -> Result<Option<Response<Body>>, PageError> {
+    if let Some(token) = query_param(req, "token") {
+        let bin = bins::bin_id(bin)?;
+        if !bins::token_opens(state, &bin, &token).await {
+            return Err(bins::Error::BinNotFound.into());
+        }
+        let rest: Vec<(String, String)> = crate::web::query_params(req.uri().query().unwrap_or(""))
+            .into_iter()
+            .filter(|(k, _)| k != "token")
+            .collect();
+        let mut location = req.uri().path().to_owned();
+        if !rest.is_empty() {
+            location.push('?');
+            location.push_str(
+                &form_urlencoded::Serializer::new(String::new())
+                    .extend_pairs(rest)
+                    .finish(),
+            );
+        }
+        let mut res = see_other(&location);
+        let entry = bins::live(state, &bin, crate::clock::now_ms()).await?;
+        let max_age = ((entry.expires_at - crate::clock::now_ms()).max(0) / 1000) as u64;
+        let secure =
+            crate::web::client::public_base(&state.config, req.headers()).starts_with("https:");
+        for cookie in crate::web::private::cookies(bin.as_str(), &token, max_age, secure) {
+            res.headers_mut().append(hyper::header::SET_COOKIE, cookie);
+        }
+        return Ok(Some(res));
+    }
+    let token = crate::web::private::presented_token(req.headers());
+    bins::authorize(state, bin, token.as_deref()).await?;
+    Ok(None)
 }
 
 /// An error shown as an HTML page.

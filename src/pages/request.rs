@@ -18,6 +18,11 @@ use crate::state::AppState;
 use crate::web::client::capture_base;
 use crate::web::query_params;
 
+/// A copy-as-curl command longer than this is not put in the page: it carries the body, and a
+/// 1.9 MB JSON body made a 3.8 MB page (issue 12). It is fetched from `/curl` when copied, or
+/// downloaded.
+const CURL_INLINE_MAX: usize = 16 * 1024;
+
 /// Header values longer than this are folded behind a "show all" toggle.
 const LONG_HEADER: usize = 300;
 /// How much of a folded value is shown before the toggle.
@@ -53,6 +58,11 @@ pub struct Detail {
     pub headers: Vec<HeaderRow>,
     pub body: BodyView,
     pub curl: Result<String, String>,
+    /// The command is too long to put in the page (a large body is in it): its size, and the
+    /// page offers a download and a copy fetched on demand instead. `curl` is then empty.
+    pub curl_large: Option<String>,
+    /// `/curl?download=1` with the target: the command as a file.
+    pub curl_download: String,
     pub curl_target: String,
     /// Where the curl target form sends its GET (the page showing this detail).
     pub curl_form_action: String,
@@ -101,6 +111,15 @@ impl Detail {
                 }
             })
             .collect();
+        let mut curl = integrations::curl_for(r, base, target);
+        let curl_large = match &mut curl {
+            Ok(command) if command.len() > CURL_INLINE_MAX => {
+                let size = human_size(command.len() as u64);
+                command.clear();
+                Some(size)
+            }
+            _ => None,
+        };
         Detail {
             bin: r.bin_id.clone(),
             id: r.id.to_string(),
@@ -123,7 +142,16 @@ impl Detail {
             content_type,
             query: query_params(&r.query),
             headers,
-            curl: integrations::curl_for(r, base, target),
+            curl,
+            curl_large,
+            curl_download: {
+                let mut href = format!("/api/bins/{}/requests/{}/curl?download=1", r.bin_id, r.id);
+                if let Some(t) = target {
+                    href.push_str("&target=");
+                    href.extend(form_urlencoded::byte_serialize(t.as_bytes()));
+                }
+                href
+            },
             curl_target: target.unwrap_or_default().to_owned(),
             curl_form_action: if standalone {
                 format!("/bins/{}/requests/{}", r.bin_id, r.id)

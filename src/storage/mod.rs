@@ -228,6 +228,8 @@ pub struct StoreConfig {
 pub struct BinEntry {
     pub expires_at: i64,
     pub response: Option<Arc<ResponseSpec>>,
+    /// A private bin's view token hash: every read needs the token (checked without a query).
+    pub view_token_hash: Option<[u8; 32]>,
 }
 
 /// A stored custom response, checked again. Headers an older hookbin accepted and this one

@@ -5,6 +5,7 @@
 pub mod body;
 pub mod client;
 pub mod error;
+pub mod private;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

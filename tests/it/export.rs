@@ -185,3 +185,142 @@ fn large_bins_are_streamed_complete_and_in_order() {
         "peak RSS grew by {grown_mib} MiB for a ~32 MiB document: not streamed?"
     );
 }
+
+/// Reads a HAR file with haralyzer (PyPI) and prints what it makes of each entry, as JSON.
+const HARALYZER_READER: &str = r#"
+import json, sys
+from haralyzer import HarParser
+
+parser = HarParser.from_file(sys.argv[1])
+out = []
+for page in parser.pages:
+    for entry in page.entries:
+        req = entry.request
+        post = req.raw_entry.get("postData", {})
+        out.append({
+            "method": req.method,
+            "url": req.url,
+            "httpVersion": req.httpVersion,
+            "headers": [[h["name"], h["value"], h.get("_valueBase64")] for h in req.headers],
+            "text": req.text,
+            "encoding": post.get("encoding"),
+            "mimeType": req.mimeType,
+            "bodySize": req.bodySize,
+            "startTime": entry.startTime.isoformat(),
+            "status": entry.response.status,
+        })
+json.dump({"creator": parser.creator, "version": parser.version, "entries": out}, sys.stdout)
+"#;
+
+/// A real HAR consumer, haralyzer, opens the export: every entry's method, URL, headers (in
+/// order, exact bytes) and body are the capture's.
+#[test]
+fn haralyzer_reads_every_entry_as_captured() {
+    let Some(python) = crate::openapi::api_tools() else {
+        return;
+    };
+    let s = Server::start(&[]);
+    let bin = s.create_bin();
+    let mut ids = varied(&s, &bin);
+    let raw = |head: String, body: &[u8]| {
+        let mut bytes = head.into_bytes();
+        bytes.extend_from_slice(body);
+        s.raw(&bytes).header("x-request-id").unwrap().to_owned()
+    };
+    // A form, repeated headers in mixed case, and a large binary body.
+    ids.push(raw(
+        format!(
+            "POST /r/{bin}/form HTTP/1.1\r\nHost: h\r\nContent-Type: application/x-www-form-urlencoded\r\n\
+             X-Dup: 1\r\nx-dup: 2\r\nContent-Length: 11\r\nConnection: close\r\n\r\n"
+        ),
+        b"a=1&b=%26+c",
+    ));
+    let big = noise(200_000, 7);
+    ids.push(raw(
+        format!(
+            "PATCH /r/{bin} HTTP/1.1\r\nHost: h\r\nContent-Type: application/octet-stream\r\n\
+             Content-Length: {}\r\nConnection: close\r\n\r\n",
+            big.len()
+        ),
+        &big,
+    ));
+    let res = s.get(&format!("/api/bins/{bin}/export?format=har"));
+    assert_eq!(res.status, 200);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bin.har");
+    std::fs::write(&file, &res.body).unwrap();
+    let out = std::process::Command::new(python)
+        .args(["-c", HARALYZER_READER])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "haralyzer: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let read: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(read["creator"]["name"], "hookbin");
+    assert_eq!(read["version"], "1.2");
+    let entries = read["entries"].as_array().unwrap();
+    assert_eq!(entries.len(), ids.len());
+    let base = format!("http://{}/r/{bin}", s.addr);
+    for (entry, id) in entries.iter().zip(&ids) {
+        let stored = s.stored(&bin, id);
+        let what = format!("request {id}");
+        assert_eq!(entry["method"], stored["method"], "{what}");
+        assert_eq!(entry["httpVersion"], stored["http_version"], "{what}");
+        let mut url = format!("{base}{}", stored["subpath"].as_str().unwrap());
+        if let Some(q) = stored["query"].as_str().filter(|q| !q.is_empty()) {
+            url = format!("{url}?{q}");
+        }
+        assert_eq!(entry["url"], url, "{what}");
+        // Headers: same names in the same order, each value's exact bytes.
+        let headers: Vec<(String, Vec<u8>)> = entry["headers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| {
+                let bytes = match h[2].as_str() {
+                    Some(exact) => b64(exact),
+                    None => h[1].as_str().unwrap().as_bytes().to_vec(),
+                };
+                (h[0].as_str().unwrap().to_owned(), bytes)
+            })
+            .collect();
+        let captured: Vec<(String, Vec<u8>)> = stored["headers_base64"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| {
+                (
+                    h[0].as_str().unwrap().to_owned(),
+                    b64(h[1].as_str().unwrap()),
+                )
+            })
+            .collect();
+        assert_eq!(headers, captured, "{what}: headers");
+        // The body: text as is, or base64 where it is not UTF-8.
+        let body = match (entry["text"].as_str(), entry["encoding"].as_str()) {
+            (None, _) => Vec::new(),
+            (Some(text), Some("base64")) => b64(text),
+            (Some(text), _) => text.as_bytes().to_vec(),
+        };
+        assert_eq!(
+            body,
+            b64(stored["body_base64"].as_str().unwrap()),
+            "{what}: body"
+        );
+        assert_eq!(entry["bodySize"], stored["body_size"], "{what}");
+        if !body.is_empty() {
+            let content_type = stored["content_type"].as_str().unwrap_or("");
+            assert_eq!(entry["mimeType"], content_type, "{what}");
+        }
+    }
+    // haralyzer orders entries by time: the export is oldest first, as captured.
+    let times: Vec<&str> = entries
+        .iter()
+        .map(|e| e["startTime"].as_str().unwrap())
+        .collect();
+    assert!(times.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
+}

@@ -529,6 +529,30 @@ fn forward_resumes_after_the_server_restarts_on_the_same_database() {
 }
 
 #[test]
+fn a_private_bin_is_forwarded_through_its_view_link_and_the_token_is_never_printed() {
+    let s = Server::start(&[]);
+    let bin = s.create_bin_with(r#"{"private": true}"#);
+    let id = bin["id"].as_str().unwrap();
+    let view_url = bin["view_url"].as_str().unwrap();
+    let token = bin["view_token"].as_str().unwrap();
+    let receiver = Receiver::start();
+    s.capture(id, b"private body");
+    // The capture URL alone cannot read the bin: like an unknown bin.
+    let capture_url = s.url(&format!("/r/{id}"));
+    let out = forward_output(&[&capture_url, "--to", &receiver.url("/x"), "--once"]);
+    assert_eq!(out.status.code(), Some(1));
+    let out = forward_output(&[view_url, "--to", &receiver.url("/x"), "--once"]);
+    let printed = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(0), "{printed}");
+    assert_eq!(receiver.next().body, b"private body");
+    assert!(!printed.contains(token), "{printed}");
+}
+
+#[test]
 fn once_replays_the_latest_request_and_exits() {
     let s = Server::start(&[]);
     let bin = s.create_bin();

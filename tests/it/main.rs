@@ -4,6 +4,7 @@
 mod api;
 mod architecture;
 mod backup;
+mod big_pages;
 mod bodies;
 mod browser;
 mod capture;
@@ -23,7 +24,9 @@ mod nginx;
 mod openapi;
 mod pg;
 mod pgfault;
+mod private;
 mod probe;
+mod prometheus;
 mod providers;
 mod quotas;
 mod receiver;

@@ -205,7 +205,11 @@ values = ["{undecodable}", "{bomb}"]
 
 [[operations]]
 include-operation-id-regex = "^(getBin|setBinResponse|listRequests|getRequest|getRequestPart|verifyRequest|getRequestCurl|exportBin)$"
-parameters = {{ "path.bin" = {{ dictionary = "bins", probability = 0.7 }}, "path.req" = {{ dictionary = "reqs", probability = 0.8 }} }}
+parameters = {{ "path.bin" = {{ dictionary = "bins", probability = 0.7 }}, "path.req" = {{ dictionary = "reqs", probability = 0.8 }}, "query.q" = {{ dictionary = "searches", probability = 0.3 }} }}
+
+# Searches that parse and match some of the seeded requests (random text rarely parses).
+[dictionaries.searches]
+values = ["method:post", "body:amount", "-header:x-hub-signature-256", "path:/path \"evt\"", "header:content-encoding=gzip"]
 
 [[operations]]
 include-operation-id = "getRequestBody"
@@ -236,6 +240,14 @@ checks.use_after_free.enabled = false
 [[operations]]
 include-operation-id-regex = "^(getRequestBody)$"
 checks.positive_data_acceptance.expected-statuses = ["2xx", "404", "413", "422"]
+
+# A bin created with `"private": true` answers 404, as an unknown bin, to every call without its
+# view token (issue 18), and an OpenAPI link cannot carry the token into `Authorization` (the
+# spec ignores header parameters of that name): so "a created resource is found" cannot hold
+# for the bins schemathesis creates. `tests/it/private.rs` checks every bin operation with and
+# without the token; the calls on the seeded (public) bin above still run every other check.
+[checks]
+ensure_resource_availability.enabled = false
 "#
     )
 }

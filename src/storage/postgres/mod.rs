@@ -275,10 +275,11 @@ impl PgStore {
             read::live_bin(&client, id, now).await.map_err(db_error)
         })
         .await?;
-        Ok(found.map(|(expires_at, response)| {
+        Ok(found.map(|(expires_at, response, view_token_hash)| {
             let entry = BinEntry {
                 expires_at,
                 response: response.and_then(|json| stored_response(id, &json)),
+                view_token_hash,
             };
             self.remember_bin(id, entry.clone());
             entry
@@ -325,6 +326,7 @@ impl PgStore {
             BinEntry {
                 expires_at: bin.expires_at,
                 response,
+                view_token_hash: bin.view_token_hash,
             },
         );
         Ok(())
@@ -366,6 +368,7 @@ impl PgStore {
                 BinEntry {
                     expires_at: bin.expires_at,
                     response,
+                    view_token_hash: bin.view_token_hash,
                 },
             );
         }

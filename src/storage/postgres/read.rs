@@ -9,22 +9,35 @@ use crate::ids::RequestId;
 use crate::model::{Bin, RequestSummary, StoredRequest};
 use crate::storage::{ReapProgress, StoreError, headers};
 
-/// `(expires_at, response)` of the bin if it is live at `now`.
+/// `(expires_at, response, view_token_hash)` of the bin if it is live at `now`.
 pub async fn live_bin(
     c: &impl GenericClient,
     id: &str,
     now: i64,
-) -> Result<Option<(i64, Option<String>)>, Error> {
+) -> Result<Option<(i64, Option<String>, Option<[u8; 32]>)>, Error> {
     let stmt = c
-        .prepare_cached("SELECT expires_at, response FROM bins WHERE id = $1 AND expires_at > $2")
+        .prepare_cached(
+            "SELECT expires_at, response, view_token_hash FROM bins
+             WHERE id = $1 AND expires_at > $2",
+        )
         .await?;
     match c.query_opt(&stmt, &[&id, &now]).await? {
-        Some(row) => Ok(Some((row.try_get(0)?, row.try_get(1)?))),
+        Some(row) => Ok(Some((
+            row.try_get(0)?,
+            row.try_get(1)?,
+            token_hash(row.try_get(2)?),
+        ))),
         None => Ok(None),
     }
 }
 
-const BIN_COLUMNS: &str = "id, created_at, expires_at, response, request_count";
+/// A stored view token hash; one of another length (a damaged row) makes the bin unreadable
+/// rather than public.
+fn token_hash(raw: Option<&[u8]>) -> Option<[u8; 32]> {
+    raw.map(|h| <[u8; 32]>::try_from(h).unwrap_or([0; 32]))
+}
+
+const BIN_COLUMNS: &str = "id, created_at, expires_at, response, request_count, view_token_hash";
 
 fn bin_from_row(row: &Row) -> Result<Bin, Error> {
     Ok(Bin {
@@ -33,19 +46,28 @@ fn bin_from_row(row: &Row) -> Result<Bin, Error> {
         expires_at: row.try_get(2)?,
         response: row.try_get(3)?,
         request_count: row.try_get::<_, i64>(4)? as u64,
+        view_token_hash: token_hash(row.try_get(5)?),
     })
 }
 
 pub async fn create_bin(c: &impl GenericClient, bin: &Bin) -> Result<(), Error> {
     let stmt = c
         .prepare_cached(
-            "INSERT INTO bins (id, created_at, expires_at, response, request_count)
-             VALUES ($1, $2, $3, $4, 0)",
+            "INSERT INTO bins (id, created_at, expires_at, response, request_count,
+                 view_token_hash)
+             VALUES ($1, $2, $3, $4, 0, $5)",
         )
         .await?;
+    let hash = bin.view_token_hash.as_ref().map(|h| h.as_slice());
     c.execute(
         &stmt,
-        &[&bin.id, &bin.created_at, &bin.expires_at, &bin.response],
+        &[
+            &bin.id,
+            &bin.created_at,
+            &bin.expires_at,
+            &bin.response,
+            &hash,
+        ],
     )
     .await?;
     Ok(())

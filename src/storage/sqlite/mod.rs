@@ -171,6 +171,7 @@ impl SqliteStore {
         let entry = BinEntry {
             expires_at: bin.expires_at,
             response,
+            view_token_hash: bin.view_token_hash,
         };
         let id = bin.id.clone();
         self.write(|reply| writer::Command::CreateBin(bin, reply))
@@ -220,6 +221,7 @@ impl SqliteStore {
                 BinEntry {
                     expires_at: bin.expires_at,
                     response,
+                    view_token_hash: bin.view_token_hash,
                 },
             );
         }

@@ -72,24 +72,27 @@ impl ReadPool {
 /// read at all is ignored (the bin answers `200 ok`): either way with a warning, and the server
 /// starts.
 pub fn live_bins(conn: &Connection, now: i64) -> Result<HashMap<String, BinEntry>, StoreError> {
-    let mut stmt =
-        conn.prepare("SELECT id, expires_at, response FROM bins WHERE expires_at > ?1")?;
+    let mut stmt = conn.prepare(
+        "SELECT id, expires_at, response, view_token_hash FROM bins WHERE expires_at > ?1",
+    )?;
     let rows = stmt.query_map([now], |row| {
         Ok((
             row.get::<_, String>(0)?,
             row.get::<_, i64>(1)?,
             row.get::<_, Option<String>>(2)?,
+            row.get::<_, Option<[u8; 32]>>(3)?,
         ))
     })?;
     let mut bins = HashMap::new();
     for row in rows {
-        let (id, expires_at, response) = row?;
+        let (id, expires_at, response, view_token_hash) = row?;
         let response = response.and_then(|json| crate::storage::stored_response(&id, &json));
         bins.insert(
             id,
             BinEntry {
                 expires_at,
                 response,
+                view_token_hash,
             },
         );
     }
@@ -103,12 +106,13 @@ pub fn bin_from_row(row: &Row<'_>) -> rusqlite::Result<Bin> {
         expires_at: row.get(2)?,
         response: row.get(3)?,
         request_count: row.get::<_, i64>(4)? as u64,
+        view_token_hash: row.get(5)?,
     })
 }
 
 pub fn bin(conn: &Connection, id: &str, now: i64) -> rusqlite::Result<Option<Bin>> {
     conn.prepare_cached(
-        "SELECT id, created_at, expires_at, response, request_count FROM bins
+        "SELECT id, created_at, expires_at, response, request_count, view_token_hash FROM bins
          WHERE id = ?1 AND expires_at > ?2",
     )?
     .query_row(params![id, now], bin_from_row)

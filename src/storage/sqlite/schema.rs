@@ -18,7 +18,7 @@ pub const SCHEMA_SQL: &str = include_str!("../../../schema.sql");
 /// Bytes a WAL file is cut back to after a checkpoint (64 MiB).
 const WAL_SIZE_LIMIT: u64 = 64 * 1024 * 1024;
 /// `PRAGMA user_version` of a database made by this binary.
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// One step up, from version `to - 1` to `to`.
 struct Migration {
@@ -43,7 +43,15 @@ const MIGRATIONS: &[Migration] = &[
         sql: V2_TO_V3,
         what: "bytes stored per bin",
     },
+    Migration {
+        to: 4,
+        sql: V3_TO_V4,
+        what: "private bins",
+    },
 ];
+
+/// v4: a private bin keeps the SHA-256 of its view token; existing bins stay public (NULL).
+const V3_TO_V4: &str = "ALTER TABLE bins ADD COLUMN view_token_hash BLOB;";
 
 /// v3: each bin keeps the bytes its requests store (`bins.bytes_used`), so `--max-bin-bytes`
 /// costs no SUM per capture; existing bins are counted once here.

@@ -528,14 +528,15 @@ fn apply(conn: &Connection, command: &Command) -> rusqlite::Result<Answer> {
 
 fn create_bin(conn: &Connection, bin: &Bin) -> rusqlite::Result<()> {
     conn.prepare_cached(
-        "INSERT INTO bins (id, created_at, expires_at, response, request_count)
-         VALUES (?1, ?2, ?3, ?4, 0)",
+        "INSERT INTO bins (id, created_at, expires_at, response, request_count, view_token_hash)
+         VALUES (?1, ?2, ?3, ?4, 0, ?5)",
     )?
     .execute(params![
         bin.id,
         bin.created_at,
         bin.expires_at,
-        bin.response
+        bin.response,
+        bin.view_token_hash
     ])?;
     Ok(())
 }
@@ -548,7 +549,7 @@ fn set_response(
 ) -> rusqlite::Result<Option<Bin>> {
     conn.prepare_cached(
         "UPDATE bins SET response = ?2 WHERE id = ?1 AND expires_at > ?3
-         RETURNING id, created_at, expires_at, response, request_count",
+         RETURNING id, created_at, expires_at, response, request_count, view_token_hash",
     )?
     .query_row(params![id, response, now], super::read::bin_from_row)
     .optional()
@@ -712,6 +713,7 @@ mod tests {
             expires_at: 1000000,
             response: None,
             request_count: 0,
+            view_token_hash: None,
         }
     }
 
