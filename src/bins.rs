@@ -37,6 +37,9 @@ pub enum Error {
     /// A search (`q`) that does not parse; the message names the term.
     #[error("q: {0}")]
     InvalidQuery(#[from] crate::search::QueryError),
+    /// `--max-db-bytes` reached: a quota of ours, not a full disk; nothing was recorded.
+    #[error("--max-db-bytes {max} reached")]
+    DbQuotaReached { max: u64 },
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -336,7 +339,7 @@ pub async fn record(state: &AppState, request: StoredRequest) -> Result<RequestI
         && state.store.used_bytes() >= max
     {
         storage_full();
-        return Err(StoreError::Full(format!("--max-db-bytes {max} reached")).into());
+        return Err(Error::DbQuotaReached { max });
     }
     let pending = state
         .store

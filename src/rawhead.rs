@@ -47,12 +47,20 @@ impl HeadTap {
         })
     }
 
-    fn feed(&self, data: &[u8]) {
+    /// Shows the tap bytes the connection read, in order (what [`TappedStream`] does; public for
+    /// the fuzz target and tests).
+    pub fn feed(&self, data: &[u8]) {
         // The lock is never contended: the reader and the service run on the same connection task.
         self.tracker
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .feed(data);
+    }
+
+    /// The heads followed so far and not yet taken, oldest first (for the fuzz target and tests).
+    pub fn ready_heads(&self) -> Vec<RawHead> {
+        let t = self.tracker.lock().unwrap_or_else(|e| e.into_inner());
+        t.ready.iter().cloned().collect()
     }
 
     /// The head of the request hyper is handing to the service, if the tap followed it.

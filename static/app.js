@@ -15,6 +15,15 @@
 
   document.documentElement.classList.add('js');
 
+  // A key press meant for a field (or with a modifier) is not a shortcut.
+  function typing(ev) {
+    if (ev.defaultPrevented || ev.metaKey || ev.ctrlKey || ev.altKey) return true;
+    const el = document.activeElement;
+    if (!el) return false;
+    if (el.isContentEditable || el.tagName === 'TEXTAREA' || el.tagName === 'SELECT') return true;
+    return el.tagName === 'INPUT' && !/^(radio|checkbox|button|submit|reset)$/.test(el.type);
+  }
+
   function announce(text) {
     const el = $('#announce');
     if (!el) return;
@@ -62,11 +71,89 @@
     btn.copyTimer = setTimeout(() => { btn.textContent = btn.dataset.label; }, 1500);
   });
 
-  // Destructive forms ask first (without JavaScript they simply submit).
+  // Copy buttons whose text is fetched (the exact body, which the page shows only the start of).
+  document.addEventListener('click', async (ev) => {
+    const btn = ev.target.closest('button[data-copy-fetch]');
+    if (!btn) return;
+    let ok = false;
+    try {
+      const res = await fetch(btn.dataset.copyFetch, { credentials: 'same-origin' });
+      if (res.ok) ok = await copyText(await res.text());
+    } catch (_) { ok = false; }
+    btn.dataset.label = btn.dataset.label || btn.textContent;
+    btn.textContent = ok ? 'Copied' : 'Copy failed';
+    announce(ok ? 'Copied to the clipboard' : 'Could not copy: download it instead');
+    clearTimeout(btn.copyTimer);
+    btn.copyTimer = setTimeout(() => { btn.textContent = btn.dataset.label; }, 1500);
+  });
+
+  // Destructive forms ask first (without JavaScript they simply submit). A deleted bin is
+  // forgotten from the recent list.
   document.addEventListener('submit', (ev) => {
     const question = ev.target.dataset && ev.target.dataset.confirm;
-    if (question && !window.confirm(question)) ev.preventDefault();
+    if (question && !window.confirm(question)) {
+      ev.preventDefault();
+      return;
+    }
+    if (ev.target.dataset && ev.target.dataset.forget) forgetBin(ev.target.dataset.forget);
   });
+
+  // ---- Recent bins (this browser only) -----------------------------------------------------
+  // Kept as [{"id", "seen"}] under one key. What is read back is checked: only ids of the shape
+  // the server issues and numeric times survive, at most RECENT_MAX, and everything reaches the
+  // page through textContent and a URL built from the checked id.
+  const RECENT_KEY = 'hookbin.recentBins';
+  const RECENT_MAX = 10;
+  const BIN_ID = /^[0-9a-z]{16,64}$/;
+  function recentBins() {
+    let list;
+    try { list = JSON.parse(recall(RECENT_KEY) || '[]'); } catch (_) { list = []; }
+    if (!Array.isArray(list)) list = [];
+    const seen = new Set();
+    return list.filter((e) => e && typeof e.id === 'string' && BIN_ID.test(e.id)
+      && typeof e.seen === 'number' && Number.isFinite(e.seen) && !seen.has(e.id) && seen.add(e.id))
+      .slice(0, RECENT_MAX);
+  }
+  function rememberBin(id) {
+    if (!BIN_ID.test(id)) return;
+    const list = recentBins().filter((e) => e.id !== id);
+    list.unshift({ id, seen: Date.now() });
+    store(RECENT_KEY, JSON.stringify(list.slice(0, RECENT_MAX)));
+  }
+  function forgetBin(id) {
+    const list = recentBins().filter((e) => e.id !== id);
+    store(RECENT_KEY, list.length ? JSON.stringify(list) : '');
+  }
+  function showRecentBins() {
+    const box = $('#recent');
+    const ul = $('#recent-bins');
+    if (!box || !ul) return;
+    const list = recentBins();
+    store(RECENT_KEY, list.length ? JSON.stringify(list) : '');
+    ul.textContent = '';
+    for (const e of list) {
+      const li = document.createElement('li');
+      li.dataset.bin = e.id;
+      const a = document.createElement('a');
+      a.href = `/bins/${e.id}`;
+      a.className = 'mono';
+      a.textContent = e.id;
+      const when = document.createElement('span');
+      when.className = 'hint';
+      when.textContent = ` opened ${relative(e.seen)}`;
+      li.append(a, when);
+      ul.appendChild(li);
+      // A bin that expired or was deleted elsewhere leaves the list.
+      fetch(`/api/bins/${e.id}`, { credentials: 'same-origin' }).then((res) => {
+        if (res.status === 404) {
+          forgetBin(e.id);
+          li.remove();
+          if (!ul.children.length) box.hidden = true;
+        }
+      }).catch(() => {});
+    }
+    box.hidden = list.length === 0;
+  }
 
   // ---- Times -------------------------------------------------------------------------------
   function relative(ms) {
@@ -236,14 +323,135 @@
     copyText(pre.textContent.trim()).then((ok) => announce(ok ? 'Copied the request as curl' : 'Could not copy'));
   }
 
+  // ---- Verify in place ----------------------------------------------------------------------
+  // The form posts to the page route as without JavaScript; the verdict of the answer replaces
+  // this page's, next to the form, with no reload and no jump to the top.
+  function initVerify(root) {
+    const form = $('#verify-form', root);
+    if (!form) return;
+    form.addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      const button = form.querySelector('button[type=submit]');
+      button.disabled = true;
+      try {
+        const res = await fetch(form.action, {
+          method: 'POST',
+          credentials: 'same-origin',
+          headers: { 'Content-Type': 'application/x-www-form-urlencoded', Accept: 'text/html' },
+          body: new URLSearchParams(new FormData(form)).toString(),
+        });
+        const doc = new DOMParser().parseFromString(await res.text(), 'text/html');
+        const fresh = doc.getElementById('verify-result');
+        if (!fresh) throw new Error(`HTTP ${res.status}`);
+        const old = $('#verify-result', root);
+        old.replaceWith(document.adoptNode(fresh));
+        const shown = $('#verify-result', root);
+        shown.focus({ preventScroll: true });
+        shown.scrollIntoView({ block: 'nearest' });
+        const verdict = $('.verdict strong', shown) || $('.error', shown);
+        announce(verdict ? verdict.textContent : 'Checked');
+      } catch (_) {
+        form.submit();
+      } finally {
+        button.disabled = false;
+      }
+    });
+  }
+
+  // A Copy button beside each header value (the whole value, also when it is folded).
+  function addHeaderCopies(root) {
+    for (const td of $$('#headers-table td.value', root)) {
+      if (td.querySelector('button.copy-value')) continue;
+      const details = td.querySelector('details');
+      const value = details
+        ? Array.from(details.childNodes).filter((n) => n.nodeName !== 'SUMMARY').map((n) => n.textContent).join('')
+        : Array.from(td.childNodes).filter((n) => !(n.classList && n.classList.contains('tag'))).map((n) => n.textContent).join('').trim();
+      const btn = document.createElement('button');
+      btn.type = 'button';
+      // Its label is drawn by CSS, so the table's text (what a user selects, what tests read)
+      // stays the headers alone.
+      btn.className = 'copy-value tiny';
+      btn.setAttribute('aria-label', 'Copy this value');
+      btn.addEventListener('click', async () => {
+        const ok = await copyText(value);
+        btn.classList.add(ok ? 'copied' : 'failed');
+        announce(ok ? 'Copied the header value' : 'Could not copy');
+        setTimeout(() => { btn.classList.remove('copied', 'failed'); }, 1500);
+      });
+      td.appendChild(btn);
+    }
+  }
+
   function initDetail(root) {
     for (const b of $$('button.copy[hidden]', root)) b.hidden = false;
+    addHeaderCopies(root);
     refreshTimes(root);
     initCurl(root);
+    initVerify(root);
   }
 
   initDetail(document);
   setInterval(() => refreshTimes(), 10000);
+  showRecentBins();
+
+  // ---- The keyboard shortcuts overlay (`?`) ------------------------------------------------
+  const SHORTCUTS = [
+    ['j / ↓', 'next request'], ['k / ↑', 'previous request'], ['c', 'copy the request as curl'],
+    ['/', 'search'], ['f', 'follow newest on or off'], ['?', 'this list'], ['Esc', 'close'],
+  ];
+  function toggleShortcuts() {
+    let box = $('#shortcuts');
+    if (box) {
+      box.remove();
+      return;
+    }
+    box = document.createElement('div');
+    box.id = 'shortcuts';
+    box.className = 'shortcuts';
+    box.setAttribute('role', 'dialog');
+    box.setAttribute('aria-label', 'Keyboard shortcuts');
+    box.tabIndex = -1;
+    const h = document.createElement('h2');
+    h.textContent = 'Keyboard shortcuts';
+    const dl = document.createElement('dl');
+    for (const [key, what] of SHORTCUTS) {
+      const dt = document.createElement('dt');
+      const kbd = document.createElement('kbd');
+      kbd.textContent = key;
+      dt.appendChild(kbd);
+      const dd = document.createElement('dd');
+      dd.textContent = what;
+      dl.append(dt, dd);
+    }
+    const close = document.createElement('button');
+    close.type = 'button';
+    close.className = 'small';
+    close.textContent = 'Close';
+    close.addEventListener('click', () => box.remove());
+    box.append(h, dl, close);
+    document.body.appendChild(box);
+    box.focus();
+  }
+  document.addEventListener('keydown', (ev) => {
+    if (ev.key === 'Escape' && $('#shortcuts')) { $('#shortcuts').remove(); return; }
+    if (ev.key !== '?' || typing(ev)) return;
+    ev.preventDefault();
+    toggleShortcuts();
+  });
+
+  // The bin header bar: "Response" opens the editor where it is.
+  const openResponse = $('#open-response');
+  if (openResponse) {
+    openResponse.addEventListener('click', (ev) => {
+      const details = $('#response');
+      if (!details) return;
+      ev.preventDefault();
+      details.open = true;
+      details.scrollIntoView({ block: 'start' });
+      const first = $('#resp-status');
+      if (first) first.focus({ preventScroll: true });
+    });
+  }
 
   // ---- The request list: selection, live rows, keyboard -----------------------------------
   const list = $('#requests');
@@ -259,13 +467,22 @@
   const pane = list.closest('.list-pane');
   const tpl = $('#row-template');
   let selectSeq = 0;
+  rememberBin(bin);
 
-  function typing(ev) {
-    if (ev.defaultPrevented || ev.metaKey || ev.ctrlKey || ev.altKey) return true;
-    const el = document.activeElement;
-    if (!el) return false;
-    if (el.isContentEditable || el.tagName === 'TEXTAREA' || el.tagName === 'SELECT') return true;
-    return el.tagName === 'INPUT' && !/^(radio|checkbox|button|submit|reset)$/.test(el.type);
+  // `?req=N` on a long list: the selected row is brought into view (in the list pane only).
+  const current = list.querySelector('a[aria-current]');
+  if (current && WIDE.matches) current.scrollIntoView({ block: 'center' });
+
+  // "Follow newest": each arrival is selected as it comes. Remembered per browser.
+  const FOLLOW_KEY = 'hookbin.followNewest';
+  const follow = $('#follow-newest');
+  if (follow) {
+    follow.closest('label').hidden = false;
+    follow.checked = recall(FOLLOW_KEY) === '1';
+    follow.addEventListener('change', () => {
+      store(FOLLOW_KEY, follow.checked ? '1' : '');
+      announce(follow.checked ? 'Following the newest request' : 'Not following');
+    });
   }
 
   function markSelected(li) {
@@ -311,6 +528,8 @@
     if (ev.key === 'j' || (inList && ev.key === 'ArrowDown')) step = 1;
     else if (ev.key === 'k' || (inList && ev.key === 'ArrowUp')) step = -1;
     else if (ev.key === 'c') { copyCurl(); return; }
+    else if (ev.key === '/' && $('#q')) { ev.preventDefault(); $('#q').focus(); return; }
+    else if (ev.key === 'f' && follow) { follow.click(); return; }
     if (!step) return;
     const rows = $$('li.row', list);
     if (!rows.length) return;
@@ -486,7 +705,7 @@
       bumpCount();
       showFirstArrival();
       announce(`New ${s.method} request`);
-      if (!$('#detail .detail') && WIDE.matches) select(li);
+      if (WIDE.matches && (!$('#detail .detail') || (follow && follow.checked))) select(li);
     });
     // An arrival the search does not match: counted, not listed.
     events.addEventListener('filtered', (ev) => {

@@ -4,6 +4,8 @@
 //! -> respond (413 for a cut body, the bin's custom response, or `200 ok`). The response goes out
 //! only after the row is committed: a 2xx that is later missing would be data loss.
 
+use std::ops::ControlFlow;
+use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
@@ -13,6 +15,7 @@ use hyper::body::Incoming;
 use hyper::header::{
     ACCEPT, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, HeaderName, HeaderValue, LOCATION,
 };
+use hyper::http::request::Parts;
 use hyper::{HeaderMap, Method, Request, Response, StatusCode, Version};
 
 use crate::bins;
@@ -33,6 +36,8 @@ use crate::web::{Captured, ConnInfo};
 /// client is still reading when the 413 arrives instead of seeing its upload reset.
 const MAX_DRAIN_BYTES: u64 = 16 * 1024 * 1024;
 
+/// Records one request to `/r/{bin}` and answers it, in four steps: the head's checks, the
+/// body, the row, the answer.
 pub async fn capture(
     state: &AppState,
     req: Request<Incoming>,
@@ -41,37 +46,68 @@ pub async fn capture(
     bin: &str,
 ) -> Response<Body> {
     let started = Instant::now();
-    if is_worker_script_fetch(req.headers()) {
-        return ApiError::new(
-            StatusCode::FORBIDDEN,
-            "worker_script_refused",
-            "capture URLs cannot be loaded as a service worker or as a script of this \
-             server's own pages; nothing was recorded",
-        )
-        .into_response();
-    }
     let received_at = now_ms();
-    // The edge for `/r/{bin}`: a malformed id is as unknown as a deleted one.
+    let (bin, response) =
+        match check_head(state, &req, raw.as_ref().map(|h| h.len), bin, received_at).await {
+            ControlFlow::Continue(found) => found,
+            ControlFlow::Break(answer) => return answer,
+        };
+    let (parts, incoming) = req.into_parts();
+    // Given back once the row is committed (or the request refused), not before: the body is
+    // in memory until then.
+    let mut memory = state.body_memory.account();
+    let mut read = match receive_body(state, incoming, &parts.headers, started, &mut memory).await {
+        Ok(read) => read,
+        Err(e) => return body_refusal(state, &bin, e),
+    };
+    let request = stored_request(state, conn, bin, &parts, raw, &mut read, received_at);
+    let request_id = match bins::record(state, request).await {
+        Ok(id) => id,
+        Err(e) => return ApiError::from(e).into_response(),
+    };
+    drop(memory);
+    state.metrics.observe_capture(started.elapsed());
+    answer(state, conn, response.as_deref(), &parts, &read, request_id).await
+}
+
+/// Step 1: what can be refused or redirected from the request head alone, before a byte of the
+/// body is read. The bin (the edge for `/r/{bin}`: parsed here, typed past it) and its custom
+/// response when the request is to be recorded.
+async fn check_head(
+    state: &AppState,
+    req: &Request<Incoming>,
+    raw_len: Option<usize>,
+    bin: &str,
+    now: i64,
+) -> ControlFlow<Response<Body>, (BinId, Option<Arc<ResponseSpec>>)> {
+    if is_worker_script_fetch(req.headers()) {
+        return ControlFlow::Break(
+            ApiError::new(
+                StatusCode::FORBIDDEN,
+                "worker_script_refused",
+                "capture URLs cannot be loaded as a service worker or as a script of this \
+                 server's own pages; nothing was recorded",
+            )
+            .into_response(),
+        );
+    }
+    // A malformed id is as unknown as a deleted one.
     let live = match BinId::parse(bin) {
-        Some(bin) => match bins::live(state, &bin, received_at).await {
+        Some(bin) => match bins::live(state, &bin, now).await {
             Ok(entry) => Some((bin, entry)),
             Err(bins::Error::BinNotFound) => None,
             // The database could not say (on PostgreSQL): 503, never a false 404.
-            Err(e) => return ApiError::from(e).into_response(),
+            Err(e) => return ControlFlow::Break(ApiError::from(e).into_response()),
         },
         None => None,
     };
     let Some((bin, entry)) = live else {
         state.metrics.captures_unknown_bin.fetch_add(1, Relaxed);
-        return ApiError::bin_not_found().into_response();
+        return ControlFlow::Break(ApiError::bin_not_found().into_response());
     };
-    let (parts, incoming) = req.into_parts();
-    let path = parts.uri.path();
-    let subpath = &path["/r/".len() + bin.as_str().len()..];
-    let query = parts.uri.query().unwrap_or("");
-
-    let on_capture_host = is_capture_host(&state.config, &parts.headers);
-    if is_browser_navigation(&parts.method, subpath, parts.uri.query(), &parts.headers) {
+    let on_capture_host = is_capture_host(&state.config, req.headers());
+    let subpath = subpath(req.uri().path(), &bin);
+    if is_browser_navigation(req.method(), subpath, req.uri().query(), req.headers()) {
         // To the inspector: on its own host a relative path; from the capture host only when
         // the inspector's address is known (else the visit is recorded like any request).
         let inspector = match (on_capture_host, &state.config.public_url) {
@@ -84,7 +120,7 @@ pub async fn capture(
             if let Ok(location) = HeaderValue::from_str(&location) {
                 res.headers_mut().insert(LOCATION, location);
             }
-            return res;
+            return ControlFlow::Break(res);
         }
     }
     if on_capture_host == Some(false) {
@@ -95,30 +131,124 @@ pub async fn capture(
             .capture
             .as_ref()
             .map_or("", |c| c.base.as_str());
-        return ApiError::new(
-            StatusCode::MISDIRECTED_REQUEST,
-            "wrong_host",
-            format!(
-                "this host serves the inspector; send captures to {capture}/r/{bin}; nothing \
-                 was recorded"
-            ),
-        )
-        .into_response();
+        return ControlFlow::Break(
+            ApiError::new(
+                StatusCode::MISDIRECTED_REQUEST,
+                "wrong_host",
+                format!(
+                    "this host serves the inspector; send captures to {capture}/r/{bin}; \
+                     nothing was recorded"
+                ),
+            )
+            .into_response(),
+        );
     }
-
-    if let Some(head) = &raw
-        && head.len > state.config.max_header_bytes
+    if let Some(len) = raw_len
+        && len > state.config.max_header_bytes
     {
-        return ApiError::new(
-            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
-            "headers_too_large",
-            format!(
-                "the request head is {} bytes; at most {} are accepted",
-                head.len, state.config.max_header_bytes
-            ),
-        )
-        .into_response();
+        return ControlFlow::Break(
+            ApiError::new(
+                StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+                "headers_too_large",
+                format!(
+                    "the request head is {len} bytes; at most {} are accepted",
+                    state.config.max_header_bytes
+                ),
+            )
+            .into_response(),
+        );
     }
+    ControlFlow::Continue((bin, entry.response))
+}
+
+/// The part of the path after `/r/{bin}` (empty, or starting with `/`).
+fn subpath<'a>(path: &'a str, bin: &BinId) -> &'a str {
+    &path["/r/".len() + bin.as_str().len()..]
+}
+
+/// Step 2: the body, within `--max-body-bytes`, `--body-timeout`, `--body-deadline` and the
+/// `--max-body-memory` budget; an error means nothing is recorded.
+async fn receive_body(
+    state: &AppState,
+    incoming: Incoming,
+    headers: &HeaderMap,
+    started: Instant,
+    memory: &mut BodyMemory<'_>,
+) -> Result<ReadBody, BodyError> {
+    let limits = BodyLimits {
+        max: state.config.max_body_bytes,
+        idle: state.config.body_timeout,
+        deadline: tokio::time::Instant::from_std(started + state.config.body_deadline),
+    };
+    let read = read_body(incoming, declared_length(headers), &limits, memory).await?;
+    if read.refused {
+        return Err(BodyError::MemoryFull {
+            complete: read.complete,
+        });
+    }
+    Ok(read)
+}
+
+/// The answer to a body that was not recorded. Those cut off mid-body close the connection:
+/// the rest of the body may still be on the wire.
+fn body_refusal(state: &AppState, bin: &BinId, e: BodyError) -> Response<Body> {
+    match e {
+        BodyError::Timeout => {
+            tracing::debug!(bin_id = %bin, "body timed out; nothing recorded");
+            close(ApiError::new(
+                StatusCode::REQUEST_TIMEOUT,
+                "body_timeout",
+                "the request body stalled; nothing was recorded",
+            ))
+        }
+        BodyError::Deadline => {
+            tracing::debug!(bin_id = %bin, "body past its deadline; nothing recorded");
+            close(ApiError::new(
+                StatusCode::REQUEST_TIMEOUT,
+                "body_too_slow",
+                format!(
+                    "the request body did not arrive within {}; nothing was recorded",
+                    humantime::format_duration(state.config.body_deadline)
+                ),
+            ))
+        }
+        BodyError::Broken(e) => {
+            tracing::debug!(bin_id = %bin, cause = %e, "body unreadable; nothing recorded");
+            close(ApiError::bad_request(
+                "bad_body",
+                format!("the request body could not be read ({e}); nothing was recorded"),
+            ))
+        }
+        BodyError::MemoryFull { complete } => {
+            state.metrics.body_memory_rejections.fetch_add(1, Relaxed);
+            tracing::debug!(bin_id = %bin, "body memory budget spent: answering 503");
+            let err = ApiError::unavailable(
+                "body_memory_full",
+                "the server holds too many large request bodies right now; retry shortly \
+                 (nothing was recorded)",
+                5,
+            );
+            if complete {
+                err.into_response()
+            } else {
+                close(err)
+            }
+        }
+    }
+}
+
+/// Step 3: the row to store, exactly as received: header pairs from the raw head (order, case
+/// and bytes as sent), the body's bytes untouched. Takes the bytes out of `read`; its counts
+/// stay there for the answer.
+fn stored_request(
+    state: &AppState,
+    conn: &ConnInfo,
+    bin: BinId,
+    parts: &Parts,
+    raw: Option<RawHead>,
+    read: &mut ReadBody,
+    received_at: i64,
+) -> StoredRequest {
     let headers = match raw {
         Some(head) => head.headers,
         // The tap lost track of this connection: HeaderMap order (grouped by name, lowercase).
@@ -128,86 +258,36 @@ pub async fn capture(
             .map(|(n, v)| HeaderPair::new(n.as_str(), v.as_bytes()))
             .collect(),
     };
-
-    let declared = declared_length(&parts.headers);
-    // Given back once the row is committed (or the request refused), not before: the body is
-    // in memory until then.
-    let mut memory = state.body_memory.account();
-    let limits = BodyLimits {
-        max: state.config.max_body_bytes,
-        idle: state.config.body_timeout,
-        deadline: tokio::time::Instant::from_std(started + state.config.body_deadline),
-    };
-    let read = match read_body(incoming, declared, &limits, &mut memory).await {
-        Ok(read) => read,
-        Err(BodyError::Timeout) => {
-            tracing::debug!(bin_id = %bin, "body timed out; nothing recorded");
-            return close(ApiError::new(
-                StatusCode::REQUEST_TIMEOUT,
-                "body_timeout",
-                "the request body stalled; nothing was recorded",
-            ));
-        }
-        Err(BodyError::Deadline) => {
-            tracing::debug!(bin_id = %bin, "body past its deadline; nothing recorded");
-            return close(ApiError::new(
-                StatusCode::REQUEST_TIMEOUT,
-                "body_too_slow",
-                format!(
-                    "the request body did not arrive within {}; nothing was recorded",
-                    humantime::format_duration(state.config.body_deadline)
-                ),
-            ));
-        }
-        Err(BodyError::Broken(e)) => {
-            tracing::debug!(bin_id = %bin, cause = %e, "body unreadable; nothing recorded");
-            return close(ApiError::bad_request(
-                "bad_body",
-                format!("the request body could not be read ({e}); nothing was recorded"),
-            ));
-        }
-    };
-
-    if read.refused {
-        state.metrics.body_memory_rejections.fetch_add(1, Relaxed);
-        tracing::debug!(bin_id = %bin, "body memory budget spent: answering 503");
-        let err = ApiError::unavailable(
-            "body_memory_full",
-            "the server holds too many large request bodies right now; retry shortly (nothing \
-             was recorded)",
-            5,
-        );
-        return if read.complete {
-            err.into_response()
-        } else {
-            close(err)
-        };
-    }
-    // What arrived, never what the client declared: a cut body's size is the bytes received
-    // before hookbin stopped reading (all of them when it read to the end).
-    let body_size = read.received;
-    let request = StoredRequest {
+    let path = parts.uri.path();
+    StoredRequest {
         id: RequestId::PENDING,
-        bin_id: bin.into_string(),
         method: parts.method.as_str().to_owned(),
         path: path.to_owned(),
-        subpath: subpath.to_owned(),
-        query: query.to_owned(),
+        subpath: subpath(path, &bin).to_owned(),
+        bin_id: bin.into_string(),
+        query: parts.uri.query().unwrap_or("").to_owned(),
         headers,
-        body: read.bytes,
-        body_size,
+        body: std::mem::take(&mut read.bytes),
+        // What arrived, never what the client declared: a cut body's size is the bytes received
+        // before hookbin stopped reading (all of them when it read to the end).
+        body_size: read.received,
         body_truncated: read.truncated,
         remote_addr: client_ip(&state.config, conn.peer, &parts.headers).to_string(),
         http_version: version_name(parts.version).to_owned(),
         received_at,
-    };
-    let request_id = match bins::record(state, request).await {
-        Ok(id) => id,
-        Err(e) => return ApiError::from(e).into_response(),
-    };
-    drop(memory);
-    state.metrics.observe_capture(started.elapsed());
+    }
+}
 
+/// Step 4, once the row is committed: 413 for a cut body, else the bin's custom response (with
+/// its delay) or `200 ok`; each with the request's id and CORS headers.
+async fn answer(
+    state: &AppState,
+    conn: &ConnInfo,
+    response: Option<&ResponseSpec>,
+    parts: &Parts,
+    read: &ReadBody,
+    request_id: RequestId,
+) -> Response<Body> {
     let mut res = if read.truncated {
         state.metrics.requests_truncated.fetch_add(1, Relaxed);
         let mut res = ApiError::new(
@@ -225,7 +305,7 @@ pub async fn capture(
                 .insert(CONNECTION, HeaderValue::from_static("close"));
         }
         res
-    } else if let Some(spec) = &entry.response {
+    } else if let Some(spec) = response {
         custom_response(&state.shutdown, spec, conn).await
     } else {
         body::text(StatusCode::OK, "ok")
@@ -233,7 +313,7 @@ pub async fn capture(
     // For the access log line (`router::handle`), which replaces a separate "captured" line.
     res.extensions_mut().insert(Captured {
         request_id,
-        size: body_size,
+        size: read.received,
     });
     let h = res.headers_mut();
     h.insert("x-request-id", HeaderValue::from(request_id.get()));
@@ -340,6 +420,9 @@ enum BodyError {
     Deadline,
     /// The client broke off or sent a malformed chunked body.
     Broken(hyper::Error),
+    /// `--max-body-memory` was spent; `complete` when the body was read to its end all the
+    /// same (the connection can be reused).
+    MemoryFull { complete: bool },
 }
 
 struct BodyLimits {

@@ -206,6 +206,8 @@ struct BinPage {
     /// `?req=` named a request that is gone.
     missing: bool,
     response_active: bool,
+    /// The custom response's status, for the header bar.
+    response_status: u16,
     response_summary: String,
     form: ResponseForm,
     form_open: bool,
@@ -391,6 +393,7 @@ async fn render_page(
         picked: query.picked,
         missing,
         response_active: spec.is_some(),
+        response_status: spec.as_ref().map_or(200, |s| s.status),
         response_summary: response_summary(spec.as_ref()),
         form: rejected.unwrap_or_else(|| ResponseForm::from_spec(spec.as_ref())),
         form_open,

@@ -21,6 +21,8 @@ pub fn curl_for(
 pub struct Verification {
     pub scheme: Option<String>,
     pub valid: bool,
+    /// The signature is right, but the timestamp is outside the tolerance: amber, not red.
+    pub stale: bool,
     pub timestamp_ok: Option<bool>,
     /// Plain words: the verdict and, on failure, the likely cause.
     pub detail: String,
@@ -37,15 +39,20 @@ pub fn verify_for(
     secret: &str,
     scheme: Option<&str>,
     signed_url: &str,
+    when: VerifyWhen,
 ) -> Result<Verification, String> {
     let input = crate::verify::VerifyInput {
         secret: secret.to_owned(),
         scheme: scheme.map(str::to_owned),
+        tolerance_seconds: when.tolerance_seconds,
+        // As of capture time: judged by when it arrived, so an old capture still checks out.
+        now: when.at_capture.then(|| req.received_at.div_euclid(1000)),
         ..Default::default()
     };
     let now = crate::clock::now_ms().div_euclid(1000);
     crate::verify::verify(req, &input, signed_url, now)
         .map(|v| Verification {
+            stale: v.reason == crate::verify::Reason::TimestampOutOfTolerance,
             scheme: v.scheme,
             valid: v.valid,
             timestamp_ok: v.timestamp_ok,
@@ -53,6 +60,15 @@ pub fn verify_for(
             signed: v.signed,
         })
         .map_err(|e| format!("{}: {e}", e.field()))
+}
+
+/// When a timestamped signature is judged: the replay window (default
+/// [`crate::verify::DEFAULT_TOLERANCE_SECONDS`]) and the clock it is judged by.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct VerifyWhen {
+    pub tolerance_seconds: Option<u64>,
+    /// Judge the timestamp against the moment of capture, not now.
+    pub at_capture: bool,
 }
 
 /// Schemes offered in the verify form (`""` = detect from the headers); API.md's list.

@@ -12,7 +12,7 @@
 //! | `POST /bins/{bin}/delete`, `/clear` | delete the bin, delete all its requests |
 //! | `POST /bins/{bin}/requests/{req}/delete` | delete one request |
 //! | `POST /bins/{bin}/response`, `/response/clear` | set / reset the custom response |
-//! | `POST /bins/{bin}/requests/{req}/verify` | check a signature against the captured bytes ([`crate::verify`]) |
+//! | `POST /bins/{bin}/requests/{req}/verify` | check a signature against the captured bytes ([`crate::verify`]); `GET`: `303` to the request's verify form |
 //! | `GET /static/{file}` | embedded CSS/JS, cached forever under a content-hashed URL |
 //!
 //! Safety: every captured byte reaches the page through askama's HTML escaping (no `|safe`
@@ -122,15 +122,20 @@ pub async fn route(
                 Ok(ids) => request::verify(state, req, ids).await,
                 Err(e) => Err(e),
             },
+            // The URL a verify form posts to, opened again (reload, a bookmark, Back): the
+            // request page at its verify form, not a 405.
+            ["bins", bin, "requests", id, "verify"] if get => match ids(bin, id).await {
+                Ok((bin, id)) => Ok(see_other(&format!("/bins/{bin}/requests/{id}#verify"))),
+                Err(e) => Err(e),
+            },
             [""] | ["static", _] | ["bins", _] | ["bins", _, "requests", _] => {
                 Err(PageError::method_not_allowed("GET, HEAD"))
             }
             ["bins"]
             | ["bins", _, "delete" | "clear" | "response"]
             | ["bins", _, "response", "clear"]
-            | ["bins", _, "requests", _, "delete" | "verify"] => {
-                Err(PageError::method_not_allowed("POST"))
-            }
+            | ["bins", _, "requests", _, "delete"] => Err(PageError::method_not_allowed("POST")),
+            ["bins", _, "requests", _, "verify"] => Err(PageError::method_not_allowed("GET, POST")),
             _ => Err(PageError::not_found("There is no page at this address.")),
         },
     };

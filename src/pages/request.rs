@@ -8,7 +8,7 @@ use hyper::{Request, StatusCode};
 
 use super::body::{BodyView, PAGE_CAPS, PANE_CAPS, Panel};
 use super::format::{absolute_time, exact_bytes, human_size, method_class};
-use super::integrations::{self, VERIFY_SCHEMES, Verification};
+use super::integrations::{self, VERIFY_SCHEMES, Verification, VerifyWhen};
 use super::{PageError, PageResult, field, query_param, read_form, render, see_other};
 use crate::bins;
 use crate::clock::rfc3339_ms;
@@ -69,6 +69,10 @@ pub struct Detail {
     /// Hidden fields that form must carry to come back to this detail.
     pub curl_form_req: Option<String>,
     pub verification: Option<Result<Verification, String>>,
+    /// The verify form's tolerance field, as typed (empty: the default).
+    pub verify_tolerance: String,
+    /// The verify form's "check as of capture time" box.
+    pub verify_at_capture: bool,
     /// The schemes offered, and whether each is the one chosen.
     pub schemes: Vec<(&'static str, bool)>,
     /// On its own page (no "open on its own page" link).
@@ -160,6 +164,8 @@ impl Detail {
             },
             curl_form_req: (!standalone).then(|| r.id.to_string()),
             verification: None,
+            verify_tolerance: String::new(),
+            verify_at_capture: false,
             schemes: VERIFY_SCHEMES.iter().map(|s| (*s, false)).collect(),
             standalone,
         }
@@ -270,12 +276,23 @@ pub async fn verify(
     let scheme = field(&form, "scheme");
     let scheme = (!scheme.is_empty()).then_some(scheme);
     let (mut detail, stored) = detail(state, stored, &base, None, true).await?;
-    detail.verification = Some(integrations::verify_for(
-        &stored,
-        field(&form, "secret"),
-        scheme,
-        &detail.url,
-    ));
+    let tolerance = field(&form, "tolerance").trim();
+    let at_capture = matches!(field(&form, "at_capture"), "1" | "on" | "true");
+    detail.verify_tolerance = tolerance.to_owned();
+    detail.verify_at_capture = at_capture;
+    detail.verification = Some(match tolerance_seconds(tolerance) {
+        Ok(tolerance_seconds) => integrations::verify_for(
+            &stored,
+            field(&form, "secret"),
+            scheme,
+            &detail.url,
+            VerifyWhen {
+                tolerance_seconds,
+                at_capture,
+            },
+        ),
+        Err(e) => Err(e),
+    });
     for (name, chosen) in &mut detail.schemes {
         *chosen = Some(*name) == scheme;
     }
@@ -286,6 +303,16 @@ pub async fn verify(
             detail,
         },
     )
+}
+
+/// The tolerance field: empty for the default, else whole seconds.
+fn tolerance_seconds(text: &str) -> Result<Option<u64>, String> {
+    if text.is_empty() {
+        return Ok(None);
+    }
+    text.parse()
+        .map(Some)
+        .map_err(|_| format!("tolerance: {text:?} is not a number of seconds"))
 }
 
 #[cfg(test)]
@@ -369,6 +396,7 @@ mod tests {
         d.verification = Some(Ok(Verification {
             scheme: Some("stripe".into()),
             valid: false,
+            stale: false,
             timestamp_ok: Some(false),
             detail: "The signature does not match: <likely a different secret>.".into(),
             signed: Some("\"1.\" followed by the raw body (2 bytes)".into()),

@@ -61,6 +61,9 @@ pub enum StoreError {
     /// A read did not run to its end (its thread panicked, or the runtime is stopping).
     #[error("a database read failed: {0}")]
     ReadTask(String),
+    /// A bug in this module (an operation got another's result), not a database failure.
+    #[error("internal storage error: {0}")]
+    Internal(String),
 }
 
 impl From<rusqlite::Error> for StoreError {

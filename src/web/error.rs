@@ -169,6 +169,8 @@ impl From<bins::Error> for ApiError {
             bins::Error::InvalidQuery(_) => {
                 ApiError::new(StatusCode::BAD_REQUEST, "invalid_query", e.to_string())
             }
+            // The same answer as a full disk: to the client, there is no room either way.
+            bins::Error::DbQuotaReached { .. } => ApiError::storage_full(),
             bins::Error::Store(e) => e.into(),
         }
     }

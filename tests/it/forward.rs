@@ -812,3 +812,28 @@ fn forward_follows_an_https_bin() {
     )
     .unwrap();
 }
+
+#[test]
+fn forward_usage_errors_name_the_missing_argument() {
+    for (args, names) in [
+        (vec!["forward"], vec!["--to <LOCAL_URL>", "<BIN_URL>"]),
+        (
+            vec!["forward", "http://127.0.0.1:9/r/x"],
+            vec!["--to <LOCAL_URL>"],
+        ),
+        (
+            vec!["forward", "--to", "http://127.0.0.1:9"],
+            vec!["<BIN_URL>"],
+        ),
+    ] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_hookbin"))
+            .args(&args)
+            .output()
+            .expect("run hookbin");
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        for name in names {
+            assert!(err.contains(name), "{args:?} must name {name}: {err}");
+        }
+    }
+}

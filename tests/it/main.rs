@@ -15,6 +15,7 @@ mod docker;
 mod durability;
 mod export;
 mod forward;
+mod fuzz_corpus;
 mod healthcheck;
 mod lifecycle;
 mod limits;

@@ -340,7 +340,7 @@ fn answer(op: Op, outcome: Result<Outcome, StoreError>) {
 
 /// An outcome of the wrong kind for its operation: a bug in this module.
 fn mismatch() -> StoreError {
-    StoreError::Commit("internal error: an operation got another operation's result".into())
+    StoreError::Internal("an operation got another operation's result".into())
 }
 
 /// What a run has done to one bin so far.
