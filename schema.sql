@@ -1,4 +1,4 @@
--- hookbin database schema, version 4 (`PRAGMA user_version`).
+-- hookbin database schema, version 5 (`PRAGMA user_version`).
 --
 -- Embedded in the binary (src/storage/schema.rs) and applied in one transaction when the database
 -- file is new; a file made by an older hookbin is brought up to this version by the migrations in
@@ -47,7 +47,11 @@ CREATE TABLE bin_requests (
     remote_addr    TEXT    NOT NULL,             -- client IP, no port
     http_version   TEXT    NOT NULL,             -- 'HTTP/1.0' or 'HTTP/1.1'
     headers        BLOB    NOT NULL,             -- ordered (name, value) pairs, see src/storage/headers.rs
-    body           BLOB    NOT NULL              -- raw bytes exactly as received
+    body           BLOB    NOT NULL,             -- raw bytes exactly as received
+    -- What hookbin answered, as sent: {"status", "headers": [[name, value]...], "body_size",
+    -- "delay_ms"}; NULL for requests captured before version 5. Last, like a column added by
+    -- ALTER TABLE, so that old and new files have one shape; it is only read with the body.
+    response       TEXT
 );
 
 -- Lookups by public id, newest-first listing, cursor pagination, per-bin eviction of the oldest,

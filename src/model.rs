@@ -84,6 +84,48 @@ pub struct StoredRequest {
     pub http_version: String,
     /// Unix milliseconds.
     pub received_at: i64,
+    /// What hookbin answered, as sent at capture time; `None` for requests captured before
+    /// hookbin kept it (schema version 5).
+    pub response: Option<ResponseRecord>,
+}
+
+/// The answer hookbin sent to a capture: status, the header lines it wrote (in order), the body
+/// size, and the delay it waited before answering.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ResponseRecord {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body_size: u64,
+    pub delay_ms: u64,
+}
+
+impl ResponseRecord {
+    /// The stored form (a JSON object, the same shape as the API's).
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// `None` for text that is not a stored record.
+    pub fn from_json(text: &str) -> Option<Self> {
+        serde_json::from_str(text).ok()
+    }
+
+    /// The header lines as sent to request `id`: the stored ones, then `x-request-id` (set once
+    /// the id was known) and the `content-length` hyper writes last for a body of known size
+    /// (none for statuses that have no body).
+    pub fn headers_as_sent(&self, id: RequestId) -> Vec<(String, String)> {
+        let mut headers = self.headers.clone();
+        headers.push(("x-request-id".to_owned(), id.to_string()));
+        let bodiless = self.status < 200 || self.status == 204 || self.status == 304;
+        if !bodiless
+            && !headers
+                .iter()
+                .any(|(n, _)| n.eq_ignore_ascii_case("content-length"))
+        {
+            headers.push(("content-length".to_owned(), self.body_size.to_string()));
+        }
+        headers
+    }
 }
 
 impl StoredRequest {
@@ -121,6 +163,7 @@ impl StoredRequest {
             remote_addr: "127.0.0.1".into(),
             http_version: "HTTP/1.1".into(),
             received_at: 0,
+            response: None,
         }
     }
 }

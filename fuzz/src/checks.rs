@@ -44,6 +44,7 @@ fn request(subpath: &str, query: &str, headers: Vec<HeaderPair>, body: Vec<u8>) 
         remote_addr: "127.0.0.1".into(),
         http_version: "HTTP/1.1".into(),
         received_at: 0,
+        response: None,
     }
 }
 

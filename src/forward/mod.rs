@@ -130,6 +130,8 @@ pub fn parse_request(v: &Value) -> Result<Fetched, String> {
         remote_addr: String::new(),
         http_version: text("http_version").unwrap_or_else(|_| "HTTP/1.1".into()),
         received_at: 0,
+        // What hookbin answered plays no part in a replay.
+        response: None,
     };
     Ok(Fetched {
         id: id.get(),

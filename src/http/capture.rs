@@ -22,10 +22,9 @@ use crate::bins;
 use crate::clock::now_ms;
 use crate::ids::{BinId, RequestId};
 use crate::limits::BodyMemory;
-use crate::model::{HeaderPair, StoredRequest};
+use crate::model::{HeaderPair, ResponseRecord, StoredRequest};
 use crate::rawhead::RawHead;
 use crate::response::{MAX_DELAY_MS, ResponseSpec};
-use crate::shutdown::ShutdownSignal;
 use crate::state::AppState;
 use crate::web::body::{self, Body};
 use crate::web::client::{client_ip, is_capture_host};
@@ -60,14 +59,18 @@ pub async fn capture(
         Ok(read) => read,
         Err(e) => return body_refusal(state, &bin, e),
     };
-    let request = stored_request(state, conn, bin, &parts, raw, &mut read, received_at);
+    // The answer is decided before the commit, so that the request records exactly what it is
+    // sent (issue 12); only a custom delay is waited out after the commit.
+    let (res, delay_ms) = decide_answer(state, conn, response.as_deref(), &parts, &read);
+    let mut request = stored_request(state, conn, bin, &parts, raw, &mut read, received_at);
+    request.response = Some(response_record(&res, delay_ms));
     let request_id = match bins::record(state, request).await {
         Ok(id) => id,
         Err(e) => return ApiError::from(e).into_response(),
     };
     drop(memory);
     state.metrics.observe_capture(started.elapsed());
-    answer(state, conn, response.as_deref(), &parts, &read, request_id).await
+    answer(state, res, delay_ms, &read, request_id).await
 }
 
 /// Step 1: what can be refused or redirected from the request head alone, before a byte of the
@@ -275,21 +278,21 @@ fn stored_request(
         remote_addr: client_ip(&state.config, conn.peer, &parts.headers).to_string(),
         http_version: version_name(parts.version).to_owned(),
         received_at,
+        response: None,
     }
 }
 
-/// Step 4, once the row is committed: 413 for a cut body, else the bin's custom response (with
-/// its delay) or `200 ok`; each with the request's id and CORS headers.
-async fn answer(
+/// Step 3, before the commit: the answer, 413 for a cut body, else the bin's custom response
+/// or `200 ok`, with CORS and the sealing headers; and the custom delay still to wait. What it
+/// returns is what the request records.
+fn decide_answer(
     state: &AppState,
     conn: &ConnInfo,
     response: Option<&ResponseSpec>,
     parts: &Parts,
     read: &ReadBody,
-    request_id: RequestId,
-) -> Response<Body> {
-    let mut res = if read.truncated {
-        state.metrics.requests_truncated.fetch_add(1, Relaxed);
+) -> (Response<Body>, u64) {
+    let (mut res, delay_ms) = if read.truncated {
         let mut res = ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
             "body_too_large",
@@ -304,21 +307,75 @@ async fn answer(
             res.headers_mut()
                 .insert(CONNECTION, HeaderValue::from_static("close"));
         }
-        res
+        (res, 0)
     } else if let Some(spec) = response {
-        custom_response(&state.shutdown, spec, conn).await
+        let mut res = spec_response(spec);
+        if spec.delay_ms > 0 && delay_closes(conn, spec.delay_ms) {
+            res.headers_mut()
+                .insert(CONNECTION, HeaderValue::from_static("close"));
+        }
+        (res, spec.delay_ms)
     } else {
-        body::text(StatusCode::OK, "ok")
+        (body::text(StatusCode::OK, "ok"), 0)
     };
+    add_cors(res.headers_mut(), &parts.method, &parts.headers);
+    seal(&mut res);
+    (res, delay_ms)
+}
+
+/// Step 4, once the row is committed: the custom delay (which holds no database connection or
+/// thread; shutdown cuts it short so a stop never waits 30 s), then the answer with the
+/// request's id.
+async fn answer(
+    state: &AppState,
+    mut res: Response<Body>,
+    delay_ms: u64,
+    read: &ReadBody,
+    request_id: RequestId,
+) -> Response<Body> {
+    if read.truncated {
+        state.metrics.requests_truncated.fetch_add(1, Relaxed);
+    }
+    if delay_ms > 0 {
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(delay_ms)) => {}
+            _ = state.shutdown.triggered() => {}
+        }
+    }
     // For the access log line (`router::handle`), which replaces a separate "captured" line.
     res.extensions_mut().insert(Captured {
         request_id,
         size: read.received,
     });
-    let h = res.headers_mut();
-    h.insert("x-request-id", HeaderValue::from(request_id.get()));
-    add_cors(h, &parts.method, &parts.headers);
+    res.headers_mut()
+        .insert("x-request-id", HeaderValue::from(request_id.get()));
     res
+}
+
+/// What `res` sends, as the request records it: status, the header lines set here in the order
+/// hyper writes them, body size, delay. The lines added later (`x-request-id` once the id is
+/// known, hyper's `content-length`) are shown from the record
+/// ([`crate::model::ResponseRecord::headers_as_sent`]); hyper's `date`, and the `connection:
+/// close` it echoes to a client that asked for it, are not kept.
+fn response_record(res: &Response<Body>, delay_ms: u64) -> ResponseRecord {
+    use hyper::body::Body as _;
+    let body_size = res.body().size_hint().exact().unwrap_or(0);
+    let headers: Vec<(String, String)> = res
+        .headers()
+        .iter()
+        .map(|(n, v)| {
+            (
+                n.as_str().to_owned(),
+                String::from_utf8_lossy(v.as_bytes()).into_owned(),
+            )
+        })
+        .collect();
+    ResponseRecord {
+        status: res.status().as_u16(),
+        headers,
+        body_size,
+        delay_ms,
+    }
 }
 
 /// The headers every response under `/r/` carries, whatever produced it (a custom response, an
@@ -515,33 +572,15 @@ fn keep_up_to(read: &mut ReadBody, data: &Bytes, max: u64) {
     }
 }
 
-/// The bin's configured answer. The delay runs after the commit and holds no database
-/// connection or thread; shutdown cuts it short so a stop never waits 30 s.
+/// Counts a custom delay against the connection; whether the answer must close it.
 ///
 /// Delays count per connection: once they add up to `MAX_DELAY_MS` on one connection, the
 /// answer closes it. Otherwise N requests pipelined to a 30 s bin would hold one connection for
 /// N x 30 s; now at most one more delay past 30 s, and a client that wants more must open new
 /// connections, which the per-client limits count.
-async fn custom_response(
-    shutdown: &ShutdownSignal,
-    spec: &ResponseSpec,
-    conn: &ConnInfo,
-) -> Response<Body> {
-    let mut close_after = false;
-    if spec.delay_ms > 0 {
-        tokio::select! {
-            _ = tokio::time::sleep(Duration::from_millis(spec.delay_ms)) => {}
-            _ = shutdown.triggered() => {}
-        }
-        let spent = conn.delay_spent_ms.fetch_add(spec.delay_ms, Relaxed) + spec.delay_ms;
-        close_after = spent >= MAX_DELAY_MS;
-    }
-    let mut res = spec_response(spec);
-    if close_after {
-        res.headers_mut()
-            .insert(CONNECTION, HeaderValue::from_static("close"));
-    }
-    res
+fn delay_closes(conn: &ConnInfo, delay_ms: u64) -> bool {
+    let spent = conn.delay_spent_ms.fetch_add(delay_ms, Relaxed) + delay_ms;
+    spent >= MAX_DELAY_MS
 }
 
 /// The spec as a response (after its delay).
@@ -637,47 +676,49 @@ mod tests {
         assert_eq!(read.bytes, b"abcde");
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn delays_add_up_per_connection_then_the_connection_is_closed() {
-        let (_trigger, shutdown) = crate::shutdown::channel();
+    #[test]
+    fn delays_add_up_per_connection_then_the_connection_is_closed() {
         let conn = ConnInfo {
             peer: "127.0.0.1:1".parse().unwrap(),
             tap: crate::rawhead::HeadTap::new(1024),
             delay_spent_ms: Default::default(),
         };
-        let spec = |delay_ms| ResponseSpec {
-            status: 202,
-            headers: Vec::new(),
-            body: String::new(),
-            delay_ms,
-        };
-        let closes = |res: &Response<Body>| res.headers().get(CONNECTION).is_some();
-        let started = tokio::time::Instant::now();
-        // Undelayed answers never count.
-        assert!(!closes(&custom_response(&shutdown, &spec(0), &conn).await));
-        let first = custom_response(&shutdown, &spec(20_000), &conn).await;
-        assert_eq!(first.status(), StatusCode::ACCEPTED);
         assert!(
-            !closes(&first),
+            !delay_closes(&conn, 20_000),
             "20 s of delay so far: the connection stays"
         );
-        assert!(closes(
-            &custom_response(&shutdown, &spec(10_000), &conn).await
-        ));
-        assert_eq!(
-            started.elapsed(),
-            Duration::from_secs(30),
-            "each delay is served whole"
-        );
+        assert!(delay_closes(&conn, 10_000));
         // Another connection has a budget of its own.
         let other = ConnInfo {
             peer: conn.peer,
             tap: crate::rawhead::HeadTap::new(1024),
             delay_spent_ms: Default::default(),
         };
-        assert!(!closes(
-            &custom_response(&shutdown, &spec(29_999), &other).await
-        ));
+        assert!(!delay_closes(&other, 29_999));
+    }
+
+    #[test]
+    fn the_record_is_what_the_response_sends() {
+        let spec = ResponseSpec {
+            status: 202,
+            headers: vec![("X-A".into(), "1".into()), ("x-b".into(), "two".into())],
+            body: "accepted".into(),
+            delay_ms: 0,
+        };
+        let res = spec_response(&spec);
+        let r = response_record(&res, 250);
+        assert_eq!(r.status, 202);
+        assert_eq!(r.body_size, 8);
+        assert_eq!(r.delay_ms, 250);
+        assert_eq!(
+            r.headers,
+            [
+                ("x-a", "1"),
+                ("x-b", "two"),
+                ("content-type", "text/plain; charset=utf-8"),
+            ]
+            .map(|(n, v)| (n.to_owned(), v.to_owned()))
+        );
     }
 
     #[test]

@@ -72,6 +72,12 @@ pub fn request(r: &StoredRequest, decode_limit: usize) -> Value {
         "body_text": std::str::from_utf8(&r.body).ok(),
         "body_truncated": r.body_truncated,
         "content_encoding": crate::content::content_encoding(&r.headers),
+        "response": r.response.as_ref().map(|resp| json!({
+            "status": resp.status,
+            "headers": resp.headers_as_sent(r.id).into_iter().map(|(n, v)| [n, v]).collect::<Vec<_>>(),
+            "body_size": resp.body_size,
+            "delay_ms": resp.delay_ms,
+        })),
     });
     if let (Value::Object(map), Value::Object(extra)) = (&mut value, extra) {
         map.extend(extra);

@@ -37,6 +37,15 @@ pub struct HeaderRow {
     pub lossy: bool,
 }
 
+/// What hookbin answered the request, as the page shows it.
+pub struct AnswerView {
+    pub status: u16,
+    pub reason: &'static str,
+    pub headers: Vec<(String, String)>,
+    pub size: String,
+    pub delay_ms: u64,
+}
+
 /// Everything the detail template shows about one request.
 pub struct Detail {
     pub bin: String,
@@ -57,6 +66,8 @@ pub struct Detail {
     pub query: Vec<(String, String)>,
     pub headers: Vec<HeaderRow>,
     pub body: BodyView,
+    /// What hookbin answered; `None` for requests captured before it kept that.
+    pub answer: Option<AnswerView>,
     pub curl: Result<String, String>,
     /// The command is too long to put in the page (a large body is in it): its size, and the
     /// page offers a download and a copy fetched on demand instead. `curl` is then empty.
@@ -143,6 +154,16 @@ impl Detail {
                 if standalone { PAGE_CAPS } else { PANE_CAPS },
                 decode_limit,
             ),
+            answer: r.response.as_ref().map(|a| AnswerView {
+                status: a.status,
+                reason: hyper::StatusCode::from_u16(a.status)
+                    .ok()
+                    .and_then(|s| s.canonical_reason())
+                    .unwrap_or(""),
+                headers: a.headers_as_sent(r.id),
+                size: exact_bytes(a.body_size),
+                delay_ms: a.delay_ms,
+            }),
             content_type,
             query: query_params(&r.query),
             headers,

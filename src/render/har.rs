@@ -1,10 +1,11 @@
 //! HAR 1.2 export of a bin (<http://www.softwareishard.com/blog/har-12-spec/>), importable into
 //! browser devtools, Insomnia and Postman.
 //!
-//! hookbin records requests, not exchanges, so each entry's `response` is the minimal placeholder
+//! Each entry's `response` is what hookbin answered at capture time (status, header lines, body
+//! size; the body itself is not kept, so `content.text` is absent), and its `timings.wait` the
+//! custom delay. Requests captured before hookbin kept its answers get the minimal placeholder
 //! the spec requires (status `0`, empty strings, `-1` sizes, the convention browsers use for a
-//! response they never saw): the renderer is not told what hookbin answered. Timings are unknown
-//! too and written as `0`. Everything the spec has no field for goes into underscore-prefixed
+//! response they never saw). Other timings are unknown and written as `0`. Everything the spec has no field for goes into underscore-prefixed
 //! custom fields (`_hookbin`, `_valueBase64`), which the spec allows on any object.
 
 use base64::Engine as _;
@@ -34,9 +35,9 @@ fn entry(req: &StoredRequest, bin_url: &str) -> Value {
         "startedDateTime": rfc3339_ms(req.received_at),
         "time": 0,
         "request": request(req, bin_url),
-        "response": placeholder_response(),
+        "response": req.response.as_ref().map_or_else(placeholder_response, |r| response(req, r)),
         "cache": {},
-        "timings": { "send": 0, "wait": 0, "receive": 0 },
+        "timings": { "send": 0, "wait": req.response.as_ref().map_or(0, |r| r.delay_ms), "receive": 0 },
         "_hookbin": {
             "id": req.id,
             "bin_id": req.bin_id,
@@ -140,7 +141,35 @@ fn is_form(mime: &str) -> bool {
     })
 }
 
-/// The response object HAR requires. hookbin's answer is not known here, so `0`/`""`, as devtools
+/// hookbin's recorded answer as a HAR response.
+fn response(req: &StoredRequest, r: &crate::model::ResponseRecord) -> Value {
+    let headers: Vec<Value> = r
+        .headers_as_sent(req.id)
+        .into_iter()
+        .map(|(name, value)| json!({ "name": name, "value": value }))
+        .collect();
+    let mime = r
+        .headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case("content-type"))
+        .map_or("", |(_, v)| v.as_str());
+    json!({
+        "status": r.status,
+        "statusText": hyper::StatusCode::from_u16(r.status)
+            .ok()
+            .and_then(|s| s.canonical_reason())
+            .unwrap_or(""),
+        "httpVersion": req.http_version,
+        "cookies": [],
+        "headers": headers,
+        "content": { "size": r.body_size, "mimeType": mime },
+        "redirectURL": r.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case("location")).map_or("", |(_, v)| v.as_str()),
+        "headersSize": -1,
+        "bodySize": r.body_size,
+    })
+}
+
+/// The response object HAR requires when hookbin's answer is not known, so `0`/`""`, as devtools
 /// write for a request that got no response.
 fn placeholder_response() -> Value {
     json!({

@@ -32,6 +32,7 @@ mod providers;
 mod quotas;
 mod receiver;
 mod replay_support;
+mod response_record;
 mod search;
 mod security;
 mod send;

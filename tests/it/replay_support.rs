@@ -286,6 +286,7 @@ pub fn stored(
         remote_addr: "127.0.0.1".into(),
         http_version: http_version.into(),
         received_at: 0,
+        response: None,
     }
 }
 

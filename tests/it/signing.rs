@@ -43,6 +43,7 @@ fn stored(headers: &[Header], content_type: &str, body: &[u8]) -> StoredRequest 
         remote_addr: "127.0.0.1".into(),
         http_version: "HTTP/1.1".into(),
         received_at: NOW * 1000,
+        response: None,
     }
 }
 

@@ -80,6 +80,9 @@ fn a_version_1_database_keeps_its_request_ids_and_continues_per_bin() {
     assert_eq!(s.capture(B, b"thirteen"), "13");
     assert_eq!(s.capture(A, b"eleven"), "11");
     assert_eq!(ids(&s, A, ""), ["11", "10", "9", "5"]);
+    // What was answered before the upgrade is not known; after it, it is recorded.
+    assert!(s.stored(A, "5")["response"].is_null());
+    assert_eq!(s.stored(A, "11")["response"]["status"], 200);
     // A new bin starts at 1.
     let fresh = s.create_bin();
     assert_eq!(s.capture(&fresh, b"x"), "1");

@@ -101,6 +101,7 @@ fn request(v: &Vector) -> StoredRequest {
         remote_addr: "127.0.0.1".into(),
         http_version: "HTTP/1.1".into(),
         received_at: v.now * 1000,
+        response: None,
     }
 }
 

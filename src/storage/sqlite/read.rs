@@ -167,7 +167,7 @@ pub fn summaries_after(
 }
 
 const REQUEST_COLUMNS: &str = "seq, bin_id, received_at, method, path, subpath, query, \
-     body_size, body_truncated, remote_addr, http_version, headers, body";
+     body_size, body_truncated, remote_addr, http_version, headers, body, response";
 
 fn request_from_row(row: &Row<'_>) -> rusqlite::Result<StoredRequest> {
     let blob: Vec<u8> = row.get(11)?;
@@ -192,6 +192,10 @@ fn request_from_row(row: &Row<'_>) -> rusqlite::Result<StoredRequest> {
         http_version: row.get(10)?,
         headers,
         body: row.get(12)?,
+        // A record this hookbin cannot read is shown as none rather than failing the request.
+        response: row
+            .get::<_, Option<String>>(13)?
+            .and_then(|text| crate::model::ResponseRecord::from_json(&text)),
     })
 }
 
@@ -255,7 +259,7 @@ pub fn search_before(
     let mut stmt = conn.prepare_cached(
         "SELECT seq, bin_id, received_at, method, path, subpath, query, body_size, \
          body_truncated, remote_addr, http_version, headers, \
-         CASE WHEN ?3 THEN body ELSE X'' END \
+         CASE WHEN ?3 THEN body ELSE X'' END, NULL \
          FROM bin_requests WHERE bin_id = ?1 AND seq < ?2 ORDER BY seq DESC",
     )?;
     let mut rows = stmt.query(params![bin, before, with_body])?;

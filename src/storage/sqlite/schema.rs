@@ -18,7 +18,7 @@ pub const SCHEMA_SQL: &str = include_str!("../../../schema.sql");
 /// Bytes a WAL file is cut back to after a checkpoint (64 MiB).
 const WAL_SIZE_LIMIT: u64 = 64 * 1024 * 1024;
 /// `PRAGMA user_version` of a database made by this binary.
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 
 /// One step up, from version `to - 1` to `to`.
 struct Migration {
@@ -48,7 +48,16 @@ const MIGRATIONS: &[Migration] = &[
         sql: V3_TO_V4,
         what: "private bins",
     },
+    Migration {
+        to: 5,
+        sql: V4_TO_V5,
+        what: "the response sent to each capture",
+    },
 ];
+
+/// v5: each request keeps the response hookbin sent (`bin_requests.response`, JSON; issue 12).
+/// Requests captured before have none (NULL): what was answered then is not known.
+const V4_TO_V5: &str = "ALTER TABLE bin_requests ADD COLUMN response TEXT;";
 
 /// v4: a private bin keeps the SHA-256 of its view token; existing bins stay public (NULL).
 const V3_TO_V4: &str = "ALTER TABLE bins ADD COLUMN view_token_hash BLOB;";

@@ -373,8 +373,9 @@ fn insert_run(conn: &Connection, run: &[&NewCapture]) -> rusqlite::Result<Vec<Ca
     )?;
     let mut insert = conn.prepare_cached(
         "INSERT INTO bin_requests (bin_id, seq, received_at, method, path, subpath, query,
-             content_type, body_size, body_truncated, remote_addr, http_version, headers, body)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+             content_type, body_size, body_truncated, remote_addr, http_version, headers, body,
+             response)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
     )?;
     for (i, capture) in run.iter().enumerate() {
         let r = &capture.request;
@@ -419,6 +420,9 @@ fn insert_run(conn: &Connection, run: &[&NewCapture]) -> rusqlite::Result<Vec<Ca
             r.http_version,
             capture.headers_blob,
             r.body,
+            r.response
+                .as_ref()
+                .map(crate::model::ResponseRecord::to_json),
         ])?;
         outcomes.push(CaptureOutcome::Stored { id, evicted: 0 });
         tally.added += 1;
