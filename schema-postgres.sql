@@ -47,6 +47,9 @@ CREATE TABLE bin_requests (
     http_version   text     NOT NULL,            -- 'HTTP/1.0' or 'HTTP/1.1'
     headers        bytea    NOT NULL,            -- ordered (name, value) pairs, see src/storage/headers.rs
     body           bytea    NOT NULL,            -- raw bytes exactly as received
+    -- What hookbin answered, as sent: {"status", "headers": [[name, value]...], "body_size",
+    -- "delay_ms"} (the same JSON as SQLite's column).
+    response       text,
     -- Lookups by public id, newest-first listing, cursor pagination, eviction of the oldest and
     -- the cascade all use this index.
     PRIMARY KEY (bin_id, seq)

@@ -176,7 +176,7 @@ pub async fn summaries_after(
 }
 
 const REQUEST_COLUMNS: &str = "seq, bin_id, received_at, method, path, subpath, query, \
-     body_size, body_truncated, remote_addr, http_version, headers, body";
+     body_size, body_truncated, remote_addr, http_version, headers, body, response";
 
 /// A request; the inner `Err` is a damaged headers column.
 fn request_from_row(row: &Row) -> Result<Result<StoredRequest, StoreError>, Error> {
@@ -198,6 +198,10 @@ fn request_from_row(row: &Row) -> Result<Result<StoredRequest, StoreError>, Erro
         http_version: row.try_get(10)?,
         headers,
         body: row.try_get(12)?,
+        // A record this hookbin cannot read is shown as none rather than failing the request.
+        response: row
+            .try_get::<_, Option<&str>>(13)?
+            .and_then(crate::model::ResponseRecord::from_json),
     }))
 }
 
@@ -392,7 +396,7 @@ pub async fn search_chunk(
         .prepare_cached(
             "SELECT seq, bin_id, received_at, method, path, subpath, query, body_size,
                  body_truncated, remote_addr, http_version, headers,
-                 CASE WHEN $4 THEN body ELSE '\\x'::bytea END
+                 CASE WHEN $4 THEN body ELSE '\\x'::bytea END, NULL::text
              FROM bin_requests WHERE bin_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3",
         )
         .await?;

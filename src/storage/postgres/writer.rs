@@ -278,6 +278,7 @@ async fn store(
     let mut col_version = Vec::with_capacity(n);
     let mut col_headers = Vec::with_capacity(n);
     let mut col_body = Vec::with_capacity(n);
+    let mut col_response: Vec<Option<String>> = Vec::with_capacity(n);
     for (i, c) in captures.iter().enumerate() {
         let r = &c.request;
         let Some(tally) = bins
@@ -314,6 +315,11 @@ async fn store(
         col_version.push(r.http_version.as_str());
         col_headers.push(c.headers_blob.as_slice());
         col_body.push(r.body.as_slice());
+        col_response.push(
+            r.response
+                .as_ref()
+                .map(crate::model::ResponseRecord::to_json),
+        );
     }
     if col_bin.is_empty() {
         // Nothing to store (every bin was gone): no changes, nothing to announce.
@@ -322,10 +328,11 @@ async fn store(
     let insert = tx
         .prepare_cached(
             "INSERT INTO bin_requests (bin_id, seq, received_at, method, path, subpath, query,
-                 content_type, body_size, body_truncated, remote_addr, http_version, headers, body)
+                 content_type, body_size, body_truncated, remote_addr, http_version, headers, body,
+                 response)
              SELECT * FROM unnest($1::text[], $2::int8[], $3::int8[], $4::text[], $5::text[],
                  $6::text[], $7::text[], $8::text[], $9::int8[], $10::bool[], $11::text[],
-                 $12::text[], $13::bytea[], $14::bytea[])",
+                 $12::text[], $13::bytea[], $14::bytea[], $15::text[])",
         )
         .await
         .map_err(db_error)?;
@@ -357,7 +364,8 @@ async fn store(
                 &&col_addr[r.clone()],
                 &&col_version[r.clone()],
                 &&col_headers[r.clone()],
-                &&col_body[r],
+                &&col_body[r.clone()],
+                &&col_response[r],
             ],
         )
         .await
