@@ -208,6 +208,8 @@ for page in parser.pages:
             "bodySize": req.bodySize,
             "startTime": entry.startTime.isoformat(),
             "status": entry.response.status,
+            "response_headers": [[h["name"], h["value"]] for h in entry.response.headers],
+            "response_size": entry.response.bodySize,
         })
 json.dump({"creator": parser.creator, "version": parser.version, "entries": out}, sys.stdout)
 "#;
@@ -316,6 +318,14 @@ fn haralyzer_reads_every_entry_as_captured() {
             let content_type = stored["content_type"].as_str().unwrap_or("");
             assert_eq!(entry["mimeType"], content_type, "{what}");
         }
+        // The response: what hookbin answered at capture time.
+        let answered = &stored["response"];
+        assert_eq!(entry["status"], answered["status"], "{what}: status");
+        assert_eq!(
+            entry["response_headers"], answered["headers"],
+            "{what}: response headers"
+        );
+        assert_eq!(entry["response_size"], answered["body_size"], "{what}");
     }
     // haralyzer orders entries by time: the export is oldest first, as captured.
     let times: Vec<&str> = entries
