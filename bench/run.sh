@@ -7,6 +7,11 @@
 #                   commit, no bin check / cap / index (the storage ceiling)
 #   hookbin         hookbin dist build (fat LTO), default flags (per-bin cap 1000: every capture also evicts)
 #   hookbin-bigcap  hookbin with --max-requests-per-bin $BENCH_BIG_CAP (no eviction; every row stays)
+#   pg              bench/baselines pg-capture: one writer task, one multi-row INSERT per batch,
+#                   200 after the COMMIT, no bin check / ids / cap / NOTIFY (the PostgreSQL ceiling)
+#   hookbin-pg      hookbin dist build on PostgreSQL (--db postgres://...), default flags
+# (pg and hookbin-pg need PostgreSQL at $BENCH_PG, default postgres://postgres@127.0.0.1:5432;
+# each gets a database of its own, dropped at the end. Without PostgreSQL they are left out.)
 # and drives each with wrk (1 KiB JSON POST to one bin), rounds alternating between servers.
 # Then: (a) the bin page of a bin holding 1000 requests, (b) capture latency while the reaper
 # deletes 100 expired bins x 1000 requests, (c) searches (?q=) over a bin of 1000 requests of 10 KiB.
@@ -21,7 +26,13 @@ ROUNDS=${BENCH_ROUNDS:-3}
 WARMUP=${BENCH_WARMUP:-2s}               # per server before round 1 (counted in 2xx totals); 0 = none
 CONNS=${BENCH_CONNECTIONS:-50}
 THREADS=${BENCH_THREADS:-2}
-SERVERS=${BENCH_SERVERS:-bare sqlite hookbin hookbin-bigcap}
+PG_BASE=${BENCH_PG:-postgres://postgres@127.0.0.1:5432}
+if [[ -z ${BENCH_SERVERS:-} ]] && command -v psql >/dev/null &&
+    psql -X -q -d "$PG_BASE/postgres" -c 'SELECT 1' >/dev/null 2>&1; then
+    SERVERS="bare sqlite hookbin hookbin-bigcap pg hookbin-pg"
+else
+    SERVERS=${BENCH_SERVERS:-bare sqlite hookbin hookbin-bigcap}
+fi
 SECTIONS=${BENCH_SECTIONS:-throughput page reap search}
 BIG_CAP=${BENCH_BIG_CAP:-10000000}
 PAGE_REQUESTS=${BENCH_PAGE_REQUESTS:-200}
@@ -45,6 +56,7 @@ fi
 BASE_TARGET=$BASE_DIR/target
 BARE_BIN=$BASE_TARGET/dist/bare-hyper
 SQLITE_BIN=$BASE_TARGET/dist/sqlite-capture
+PG_BIN=$BASE_TARGET/dist/pg-capture
 
 # hookbin must run with its defaults except for the flags given here (RUST_LOG included: its
 # default level is what is measured).
@@ -59,7 +71,7 @@ die() { say "bench: $*" >&2; exit 1; }
 
 need_hookbin=0
 if has "$SECTIONS" page || has "$SECTIONS" reap || has "$SECTIONS" search; then need_hookbin=1; fi
-if has "$SECTIONS" throughput && { has "$SERVERS" hookbin || has "$SERVERS" hookbin-bigcap; }; then need_hookbin=1; fi
+if has "$SECTIONS" throughput && { has "$SERVERS" hookbin || has "$SERVERS" hookbin-bigcap || has "$SERVERS" hookbin-pg; }; then need_hookbin=1; fi
 
 # ---------------------------------------------------------------------------------------------
 # Tools and builds
@@ -85,7 +97,7 @@ if [[ $SKIP_BUILD != 1 ]]; then
 fi
 # The baselines are only needed by the throughput section.
 if has "$SECTIONS" throughput; then
-    for b in "$BARE_BIN" "$SQLITE_BIN"; do [[ -x $b ]] || die "missing $b (build bench/baselines)"; done
+    for b in "$BARE_BIN" "$SQLITE_BIN" "$PG_BIN"; do [[ -x $b ]] || die "missing $b (build bench/baselines)"; done
 fi
 if [[ $need_hookbin == 1 ]]; then
     [[ -x $HOOKBIN ]] || die "missing $HOOKBIN (cargo build --profile dist in $MAIN_DIR, or set BENCH_HOOKBIN)"
@@ -118,12 +130,27 @@ stop_server() { # NAME: SIGTERM, wait up to 15 s, then SIGKILL; records the exit
     unset "PID[$name]"
 }
 
+PG_DBS=()   # databases made for this run, dropped by cleanup
+
+# A PostgreSQL database of its own for server NAME; prints its URL.
+make_pgdb() {
+    local db="hookbin_bench_${1//-/_}_$$"
+    psql -X -q -d "$PG_BASE/postgres" -c "CREATE DATABASE $db" >/dev/null ||
+        die "cannot create database $db at $PG_BASE"
+    PG_DBS+=("$db")
+    say "$PG_BASE/$db"
+}
+
 cleanup() {
     local rc=$?
     trap - EXIT INT TERM
     if [[ -n ${WRK_PID:-} ]]; then kill -TERM "$WRK_PID" 2>/dev/null || true; wait "$WRK_PID" 2>/dev/null || true; fi
     local name
     for name in "${!PID[@]}"; do stop_server "$name"; done
+    local db
+    for db in "${PG_DBS[@]}"; do
+        psql -X -q -d "$PG_BASE/postgres" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true
+    done
     if [[ $KEEP == 1 || $rc != 0 ]]; then
         say "bench: logs, databases and wrk output kept in $WORK"
     else
@@ -371,7 +398,11 @@ if has "$SECTIONS" throughput; then
             sqlite) start_server sqlite "$SQLITE_BIN" --listen 127.0.0.1:0 --db "$WORK/sqlite.db" ;;
             hookbin) start_hookbin hookbin ;;
             hookbin-bigcap) start_hookbin hookbin-bigcap --max-requests-per-bin "$BIG_CAP" ;;
-            *) die "unknown server '$s' in BENCH_SERVERS (bare sqlite hookbin hookbin-bigcap)" ;;
+            pg) url=$(make_pgdb pg); PG_DBS+=("${url##*/}")
+                start_server pg "$PG_BIN" --listen 127.0.0.1:0 --db "$url" ;;
+            hookbin-pg) url=$(make_pgdb hookbin-pg); PG_DBS+=("${url##*/}")
+                start_server hookbin-pg "$HOOKBIN" serve --listen 127.0.0.1:0 --db "$url" ;;
+            *) die "unknown server '$s' in BENCH_SERVERS (bare sqlite hookbin hookbin-bigcap pg hookbin-pg)" ;;
         esac
         case $s in
             hookbin*) URL[$s]="http://${ADDR[$s]}/r/$(create_bin "${ADDR[$s]}")" ;;
@@ -380,6 +411,7 @@ if has "$SECTIONS" throughput; then
         esac
     done
     grep -h '^sqlite-capture: db=' "$WORK/sqlite.log" 2>/dev/null || true
+    grep -h '^pg-capture: ' "$WORK/pg.log" 2>/dev/null || true
 
     if [[ $WARMUP != 0 && $WARMUP != 0s ]]; then
         for s in $SERVERS; do run_wrk "$s" "$s-warmup" "$WARMUP" "${URL[$s]}"; done
@@ -425,9 +457,9 @@ if has "$SECTIONS" throughput; then
     done
 
     say ""
-    for h in hookbin hookbin-bigcap; do
+    for h in hookbin hookbin-bigcap hookbin-pg; do
         has "$SERVERS" "$h" || continue
-        for c in bare sqlite; do
+        for c in bare sqlite pg; do
             has "$SERVERS" "$c" || continue
             # Per round too: servers that keep every row slow down as their table grows.
             read -ra h_rps <<<"${R_RPS[$h]}"
@@ -445,6 +477,13 @@ if has "$SECTIONS" throughput; then
     say "stored versus 2xx (all wrk runs against the server, warm-up included):"
     if has "$SERVERS" sqlite; then
         check_stored sqlite "$(curl -s "http://${ADDR[sqlite]}/count")" "rows, GET /count"
+    fi
+    if has "$SERVERS" pg; then
+        check_stored pg "$(curl -s "http://${ADDR[pg]}/count")" "rows, GET /count"
+    fi
+    if has "$SERVERS" hookbin-pg; then
+        read -r captured cname <<<"$(metric_sum "${ADDR[hookbin-pg]}" "${CAPTURED_METRICS[@]}")" || true
+        check_stored hookbin-pg "${captured:-}" "${cname:-no captured-requests counter in /metrics}"
     fi
     if has "$SERVERS" hookbin-bigcap; then
         bin=${URL[hookbin-bigcap]##*/}
@@ -474,8 +513,19 @@ if has "$SECTIONS" throughput; then
         goal $v "$h$note peak RSS < 64 MiB: $mib MiB (VmHWM)"
     done
 
+    if has "$SERVERS" hookbin-pg; then
+        if has "$SERVERS" pg; then
+            rr=$(ratio "${M_RPS[hookbin-pg]}" "${M_RPS[pg]}")
+            if ge "$rr" 0.8; then v=PASS; else v=FAIL; fi
+            goal $v "hookbin-pg throughput >= 0.8x pg-capture: ${rr}x"
+        fi
+        mib=$(awk -v k="${RSS_KB[hookbin-pg]}" 'BEGIN { printf "%.1f", k / 1024 }')
+        if lt "$mib" 64; then v=PASS; else v=FAIL; fi
+        goal $v "hookbin-pg peak RSS < 64 MiB: $mib MiB (VmHWM)"
+    fi
+
     for s in $SERVERS; do stop_server "$s"; done
-    for s in hookbin hookbin-bigcap; do
+    for s in hookbin hookbin-bigcap hookbin-pg; do
         if has "$SERVERS" "$s" && [[ ${EXIT_CODE[$s]:-0} != 0 ]]; then
             say "note: $s exited with status ${EXIT_CODE[$s]} on SIGTERM (expected 0)"
         fi

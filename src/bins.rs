@@ -44,11 +44,13 @@ pub enum Error {
     Store(#[from] StoreError),
 }
 
-/// The live bin `bin`, from the in-memory index.
-pub fn live(state: &AppState, bin: &BinId, now: i64) -> Result<BinEntry, Error> {
+/// The live bin `bin`: from the in-memory index (on PostgreSQL, from the database when this
+/// node has not seen it: another node may have made it).
+pub async fn live(state: &AppState, bin: &BinId, now: i64) -> Result<BinEntry, Error> {
     state
         .store
-        .bin_entry(bin.as_str(), now)
+        .find_bin(bin.as_str(), now)
+        .await?
         .ok_or(Error::BinNotFound)
 }
 
@@ -104,10 +106,10 @@ pub async fn create(
 /// bin, or a private one with its view `token`. Everything else, an unknown or malformed bin
 /// included, is the same [`Error::BinNotFound`], so a caller without the token cannot tell a
 /// private bin from no bin. The hashes are compared in constant time.
-pub fn authorize(state: &AppState, bin: &str, token: Option<&str>) -> Result<(), Error> {
+pub async fn authorize(state: &AppState, bin: &str, token: Option<&str>) -> Result<(), Error> {
     use subtle::ConstantTimeEq as _;
     let bin = bin_id(bin)?;
-    let entry = live(state, &bin, now_ms())?;
+    let entry = live(state, &bin, now_ms()).await?;
     let Some(expected) = entry.view_token_hash else {
         return Ok(());
     };
@@ -120,14 +122,16 @@ pub fn authorize(state: &AppState, bin: &str, token: Option<&str>) -> Result<(),
 }
 
 /// Whether `token` opens the private bin `bin` (for a page link that sets the bin's cookie).
-pub fn token_opens(state: &AppState, bin: &BinId, token: &str) -> bool {
-    live(state, bin, now_ms()).is_ok_and(|e| e.view_token_hash.is_some())
-        && authorize(state, bin.as_str(), Some(token)).is_ok()
+pub async fn token_opens(state: &AppState, bin: &BinId, token: &str) -> bool {
+    live(state, bin, now_ms())
+        .await
+        .is_ok_and(|e| e.view_token_hash.is_some())
+        && authorize(state, bin.as_str(), Some(token)).await.is_ok()
 }
 
 /// The live bin with its current request count.
 pub async fn get(state: &AppState, bin: &BinId, now: i64) -> Result<Bin, Error> {
-    live(state, bin, now)?;
+    live(state, bin, now).await?;
     state
         .store
         .get_bin(bin.as_str(), now)
@@ -138,7 +142,7 @@ pub async fn get(state: &AppState, bin: &BinId, now: i64) -> Result<Bin, Error> 
 /// Deletes the bin and its requests; `false` when it went away between the check and the
 /// delete (expired or deleted concurrently).
 pub async fn delete(state: &AppState, bin: &BinId) -> Result<bool, Error> {
-    live(state, bin, now_ms())?;
+    live(state, bin, now_ms()).await?;
     let deleted = state.store.delete_bin(bin.as_str()).await?;
     if deleted {
         state.metrics.bins_deleted.fetch_add(1, Relaxed);
@@ -154,7 +158,7 @@ pub async fn set_response(
     response: Option<ResponseSpec>,
     now: i64,
 ) -> Result<Bin, Error> {
-    live(state, bin, now)?;
+    live(state, bin, now).await?;
     state
         .store
         .set_response(bin.as_str(), response.map(Arc::new), now)
@@ -164,7 +168,7 @@ pub async fn set_response(
 
 /// Deletes every request of the bin, keeping the bin.
 pub async fn clear_requests(state: &AppState, bin: &BinId) -> Result<(), Error> {
-    live(state, bin, now_ms())?;
+    live(state, bin, now_ms()).await?;
     Ok(state.store.clear_requests(bin.as_str()).await?)
 }
 
@@ -176,7 +180,7 @@ pub async fn page(
     cursor: Option<RequestId>,
     limit: usize,
 ) -> Result<(Vec<RequestSummary>, Option<String>), Error> {
-    live(state, bin, now_ms())?;
+    live(state, bin, now_ms()).await?;
     let before = cursor.map(RequestId::get);
     let mut rows = state
         .store
@@ -259,7 +263,7 @@ pub async fn search(
     let Some(search) = search else {
         return page(state, bin, cursor, limit).await;
     };
-    live(state, bin, now_ms())?;
+    live(state, bin, now_ms()).await?;
     let decode_limit = Search::decode_limit(state);
     let query = search.query.clone();
     let with_body = query.reads_body();
@@ -282,7 +286,7 @@ pub async fn search(
 
 /// The highest request id the bin has (`0` when it has none).
 pub async fn last_request_id(state: &AppState, bin: &BinId) -> Result<i64, Error> {
-    live(state, bin, now_ms())?;
+    live(state, bin, now_ms()).await?;
     Ok(state.store.last_request_id(bin.as_str()).await?)
 }
 
@@ -292,7 +296,7 @@ pub async fn find_request(
     bin: &BinId,
     id: RequestId,
 ) -> Result<StoredRequest, Error> {
-    live(state, bin, now_ms())?;
+    live(state, bin, now_ms()).await?;
     state
         .store
         .get_request(bin.as_str(), id.get())
@@ -302,16 +306,19 @@ pub async fn find_request(
 
 /// A request id from a path segment. A bin that is not there answers as such even when the
 /// request id is malformed too, as it did before ids were typed (`bin_not_found` first).
-pub fn request_id(state: &AppState, bin: &BinId, id: &str) -> Result<RequestId, Error> {
-    RequestId::parse(id).ok_or_else(|| match live(state, bin, now_ms()) {
-        Ok(_) => Error::RequestNotFound,
-        Err(e) => e,
-    })
+pub async fn request_id(state: &AppState, bin: &BinId, id: &str) -> Result<RequestId, Error> {
+    match RequestId::parse(id) {
+        Some(id) => Ok(id),
+        None => Err(match live(state, bin, now_ms()).await {
+            Ok(_) => Error::RequestNotFound,
+            Err(e) => e,
+        }),
+    }
 }
 
 /// Deletes request `id` of the bin; `false` when it was already gone.
 pub async fn delete_request(state: &AppState, bin: &BinId, id: RequestId) -> Result<bool, Error> {
-    live(state, bin, now_ms())?;
+    live(state, bin, now_ms()).await?;
     Ok(state.store.delete_request(bin.as_str(), id.get()).await?)
 }
 
@@ -372,9 +379,9 @@ pub fn bin_id(id: &str) -> Result<BinId, Error> {
 }
 
 /// The ids of a `.../bins/{bin}/requests/{id}` path.
-pub fn path_ids(state: &AppState, bin: &str, id: &str) -> Result<(BinId, RequestId), Error> {
+pub async fn path_ids(state: &AppState, bin: &str, id: &str) -> Result<(BinId, RequestId), Error> {
     let bin = bin_id(bin)?;
-    let id = request_id(state, &bin, id)?;
+    let id = request_id(state, &bin, id).await?;
     Ok((bin, id))
 }
 

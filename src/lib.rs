@@ -67,7 +67,7 @@ use tokio::net::TcpListener;
 use crate::config::Config;
 use crate::events::EventHub;
 use crate::state::AppState;
-use crate::storage::{Store, StoreConfig, StoreError};
+use crate::storage::{Location, Store, StoreConfig, StoreError};
 
 /// Why the server could not start (`main` exits 1 with this message).
 #[derive(Debug, thiserror::Error)]
@@ -85,7 +85,8 @@ pub enum RunError {
     Store(#[from] StoreError),
 }
 
-/// Read-only SQLite connections: enough for the 2-4 cores this usually runs on.
+/// Read-only SQLite connections (pooled PostgreSQL connections: this plus two): enough for the
+/// 2-4 cores this usually runs on.
 const READ_CONNECTIONS: usize = 4;
 /// How long a stop waits for the tasks: each connection gets [`server::GRACE`] to finish its
 /// request, everything else stops at once.
@@ -100,17 +101,19 @@ pub async fn run(
 ) -> Result<(), RunError> {
     let addr = listener.local_addr().map_err(RunError::Address)?;
     let events = EventHub::new();
+    let location = Location::parse(&config.db);
     let store_config = StoreConfig {
-        path: config.db.clone(),
+        location: location.clone(),
         synchronous: config.synchronous,
         write_queue: config.write_queue,
         read_connections: READ_CONNECTIONS,
     };
-    let (store, writer) = Store::open(&store_config, events.clone(), clock::now_ms())?;
+    let (store, workers) = Store::open(&store_config, events.clone(), clock::now_ms()).await?;
     let (trigger, signal) = shutdown::channel();
     let state = Arc::new(AppState::new(config, store, events, signal));
     tracing::info!(
-        db = %state.config.db.display(),
+        db = %location.redacted(),
+        engine = state.store.engine(),
         bins = state.store.bin_count(),
         "listening on http://{addr}"
     );
@@ -132,7 +135,7 @@ pub async fn run(
     }
     // The last handle on the store: the writer commits what is queued, then exits.
     drop(state);
-    let _ = tokio::task::spawn_blocking(move || writer.join()).await;
+    workers.join().await;
     tracing::info!("stopped");
     Ok(())
 }

@@ -87,20 +87,20 @@ mod tests {
     use crate::config::Config;
     use crate::events::EventHub;
     use crate::model::{Bin, StoredRequest};
-    use crate::storage::{CaptureOutcome, Store, StoreConfig, Synchronous};
+    use crate::storage::{CaptureOutcome, Location, Store, StoreConfig, Synchronous};
 
     #[tokio::test]
     async fn reaps_exactly_the_bins_expired_at_the_given_instant_in_small_steps() {
         let dir = tempfile::tempdir().unwrap();
         let config = Config::for_db(dir.path().join("reap.db"));
         let store_config = StoreConfig {
-            path: config.db.clone(),
+            location: Location::Sqlite(config.db.clone()),
             synchronous: Synchronous::Normal,
             write_queue: 64,
             read_connections: 1,
         };
         let events = EventHub::new();
-        let (store, writer) = Store::open(&store_config, events.clone(), 0).unwrap();
+        let (store, writer) = Store::open(&store_config, events.clone(), 0).await.unwrap();
         let (_trigger, shutdown) = crate::shutdown::channel();
         let state = AppState::new(config, store, events, shutdown);
         // (bin, expires_at, requests)
@@ -154,8 +154,6 @@ mod tests {
         assert_eq!(reap_all(&state, 2_000, &mut budget).await.unwrap(), (0, 0));
 
         drop(state);
-        tokio::task::spawn_blocking(move || writer.join())
-            .await
-            .unwrap();
+        writer.join().await;
     }
 }

@@ -161,7 +161,7 @@ pub async fn route(state: &Arc<AppState>, req: Request<Incoming>, conn: &ConnInf
         .any(|m| m == method.as_str() || (m == "GET" && method == Method::HEAD));
     if allowed && route.path.starts_with("/api/bins/{bin}") {
         let token = crate::web::private::presented_token(req.headers());
-        bins::authorize(state, params[0], token.as_deref())?;
+        bins::authorize(state, params[0], token.as_deref()).await?;
     }
     let wrong_method = || Err(ApiError::method_not_allowed(route.allow));
     let delete = method == Method::DELETE;
@@ -183,23 +183,23 @@ pub async fn route(state: &Arc<AppState>, req: Request<Incoming>, conn: &ConnInf
         (Endpoint::Requests, [bin]) if get => list_requests(state, &req, &bins::bin_id(bin)?).await,
         (Endpoint::Requests, [bin]) if delete => clear_requests(state, &bins::bin_id(bin)?).await,
         (Endpoint::Request, [bin, id]) if get => {
-            get_request(state, bins::path_ids(state, bin, id)?).await
+            get_request(state, bins::path_ids(state, bin, id).await?).await
         }
         (Endpoint::Request, [bin, id]) if delete => {
-            delete_request(state, bins::path_ids(state, bin, id)?).await
+            delete_request(state, bins::path_ids(state, bin, id).await?).await
         }
         (Endpoint::Body, [bin, id]) if get => {
-            get_body(state, &req, bins::path_ids(state, bin, id)?).await
+            get_body(state, &req, bins::path_ids(state, bin, id).await?).await
         }
         (Endpoint::Part, [bin, id, n]) if get => {
-            get_part(state, bins::path_ids(state, bin, id)?, n).await
+            get_part(state, bins::path_ids(state, bin, id).await?, n).await
         }
         (Endpoint::Verify, [bin, id]) if method == Method::POST => {
-            let ids = bins::path_ids(state, bin, id)?;
+            let ids = bins::path_ids(state, bin, id).await?;
             super::signature::verify(state, req, ids).await
         }
         (Endpoint::Curl, [bin, id]) if get => {
-            super::replay::curl(state, &req, bins::path_ids(state, bin, id)?).await
+            super::replay::curl(state, &req, bins::path_ids(state, bin, id).await?).await
         }
         (Endpoint::Export, [bin]) if get => {
             super::replay::export(state, &req, &bins::bin_id(bin)?).await
@@ -329,7 +329,7 @@ async fn delete_bin(state: &AppState, id: &BinId) -> ApiResult {
 
 async fn put_response(state: &AppState, req: Request<Incoming>, id: &BinId) -> ApiResult {
     // Checked before the body is read: no parsing for a bin that is not there.
-    bins::live(state, id, now_ms())?;
+    bins::live(state, id, now_ms()).await?;
     let base = public_base(&state.config, req.headers());
     let capture = capture_base(&state.config, req.headers());
     let value = read_json(state, req).await?.ok_or_else(|| {
@@ -394,7 +394,7 @@ pub fn page_params(
 }
 
 async fn list_requests(state: &AppState, req: &Request<Incoming>, bin: &BinId) -> ApiResult {
-    bins::live(state, bin, now_ms())?;
+    bins::live(state, bin, now_ms()).await?;
     let (limit, cursor, search) = page_params(req.uri().query())?;
     let (rows, next) = bins::search(state, bin, search.as_ref(), cursor, limit).await?;
     let data: Vec<Value> = rows.iter().map(views::summary).collect();

@@ -47,7 +47,7 @@ pub async fn capture(
     let started = Instant::now();
     let received_at = now_ms();
     let (bin, response) =
-        match check_head(state, &req, raw.as_ref().map(|h| h.len), bin, received_at) {
+        match check_head(state, &req, raw.as_ref().map(|h| h.len), bin, received_at).await {
             ControlFlow::Continue(found) => found,
             ControlFlow::Break(answer) => return answer,
         };
@@ -76,7 +76,7 @@ pub async fn capture(
 /// Step 1: what can be refused or redirected from the request head alone, before a byte of the
 /// body is read. The bin (the edge for `/r/{bin}`: parsed here, typed past it) and its custom
 /// response when the request is to be recorded.
-fn check_head(
+async fn check_head(
     state: &AppState,
     req: &Request<Incoming>,
     raw_len: Option<usize>,
@@ -95,10 +95,15 @@ fn check_head(
         );
     }
     // A malformed id is as unknown as a deleted one.
-    let live = BinId::parse(bin).and_then(|bin| {
-        let entry = bins::live(state, &bin, now).ok()?;
-        Some((bin, entry))
-    });
+    let live = match BinId::parse(bin) {
+        Some(bin) => match bins::live(state, &bin, now).await {
+            Ok(entry) => Some((bin, entry)),
+            Err(bins::Error::BinNotFound) => None,
+            // The database could not say (on PostgreSQL): 503, never a false 404.
+            Err(e) => return ControlFlow::Break(ApiError::from(e).into_response()),
+        },
+        None => None,
+    };
     let Some((bin, entry)) = live else {
         state.metrics.captures_unknown_bin.fetch_add(1, Relaxed);
         return ControlFlow::Break(ApiError::bin_not_found().into_response());

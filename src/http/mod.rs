@@ -28,15 +28,21 @@ pub async fn healthz(state: &AppState) -> Response<Body> {
 }
 
 pub fn metrics(state: &AppState) -> Response<Body> {
-    let db = state.store.path();
     let size = |p: &std::path::Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
-    let mut wal = db.as_os_str().to_owned();
-    wal.push("-wal");
+    // The SQLite file and its WAL; on PostgreSQL, pg_database_size (as `used_bytes`).
+    let database_bytes = match state.store.file_path() {
+        Some(db) => {
+            let mut wal = db.as_os_str().to_owned();
+            wal.push("-wal");
+            size(db) + size(std::path::Path::new(&wal))
+        }
+        None => state.store.used_bytes(),
+    };
     let gauges = Gauges {
         write_queue_depth: state.store.queue_depth(),
         write_queue_capacity: state.config.write_queue,
         live_bins: state.store.bin_count(),
-        database_bytes: size(db) + size(std::path::Path::new(&wal)),
+        database_bytes,
         database_used_bytes: state.store.used_bytes(),
         database_limit_bytes: state.config.max_db_bytes,
         open_connections: state.open_connections.load(Ordering::Relaxed),

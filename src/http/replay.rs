@@ -171,7 +171,7 @@ fn render_entry(
 }
 
 pub async fn export(state: &Arc<AppState>, req: &Request<Incoming>, bin: &BinId) -> ApiResult {
-    bins::live(state, bin, now_ms())?;
+    bins::live(state, bin, now_ms()).await?;
     let format = Format::parse(req.uri().query())?;
     let bin_url = format!("{}/r/{bin}", capture_base(&state.config, req.headers()));
     let envelope = Envelope::new(format, &bin_url)?;

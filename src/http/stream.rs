@@ -46,7 +46,7 @@ pub async fn stream(
     bin: &BinId,
     conn: &ConnInfo,
 ) -> Result<Response<crate::web::body::Body>, ApiError> {
-    bins::live(state, bin, now_ms())?;
+    bins::live(state, bin, now_ms()).await?;
     let last = last_event_id(req)?;
     let filter = stream_filter(req)?;
     // Held by the feeding task: the client's stream count drops when the stream ends.

@@ -444,7 +444,7 @@ pub async fn set_response(
     let headers = req.headers().clone();
     let form = read_form(state, req).await?;
     let now = now_ms();
-    bins::live(state, bin, now)?;
+    bins::live(state, bin, now).await?;
     let mut typed = ResponseForm::from_form(&form);
     match typed.to_spec(bin, ui) {
         Ok(spec) => {

@@ -78,14 +78,16 @@ pub async fn route(
         same_site()?;
         bins::bin_id(bin).map_err(PageError::from)
     };
-    let ids = |bin: &str, id: &str| {
+    let ids = async |bin: &str, id: &str| {
         same_site()?;
-        bins::path_ids(state, bin, id).map_err(PageError::from)
+        bins::path_ids(state, bin, id)
+            .await
+            .map_err(PageError::from)
     };
     // A private bin's pages answer only to its token (its cookie, or a link's `?token=`, which
     // sets the cookie and comes back without it); without, exactly as an unknown bin.
     let gate = match segments.as_slice() {
-        ["bins", bin, ..] if get || post => private_gate(state, &req, bin),
+        ["bins", bin, ..] if get || post => private_gate(state, &req, bin).await,
         _ => Ok(None),
     };
     let result = match (gate, segments.as_slice()) {
@@ -116,21 +118,21 @@ pub async fn route(
                 Ok(bin) => bin::clear_response(state, req, &bin).await,
                 Err(e) => Err(e),
             },
-            ["bins", bin, "requests", id] if get => match ids(bin, id) {
+            ["bins", bin, "requests", id] if get => match ids(bin, id).await {
                 Ok(ids) => request::page(state, &req, ids, ui).await,
                 Err(e) => Err(e),
             },
-            ["bins", bin, "requests", id, "delete"] if post => match ids(bin, id) {
+            ["bins", bin, "requests", id, "delete"] if post => match ids(bin, id).await {
                 Ok(ids) => request::delete(state, req, ids).await,
                 Err(e) => Err(e),
             },
-            ["bins", bin, "requests", id, "verify"] if post => match ids(bin, id) {
+            ["bins", bin, "requests", id, "verify"] if post => match ids(bin, id).await {
                 Ok(ids) => request::verify(state, req, ids, ui).await,
                 Err(e) => Err(e),
             },
             // The URL a verify form posts to, opened again (reload, a bookmark, Back): the
             // request page at its verify form, not a 405.
-            ["bins", bin, "requests", id, "verify"] if get => match ids(bin, id) {
+            ["bins", bin, "requests", id, "verify"] if get => match ids(bin, id).await {
                 Ok((bin, id)) => Ok(see_other(&format!("/bins/{bin}/requests/{id}#verify"))),
                 Err(e) => Err(e),
             },
@@ -180,14 +182,14 @@ fn switch_language(code: &str, req: &Request<Incoming>) -> PageResult {
 /// The private-bin check of a `/bins/{bin}/...` page: `Ok(None)` to go on, `Ok(Some(303))`
 /// when a valid `?token=` link is opened (the cookie is set and the token leaves the address
 /// bar, history and Referer), `Err(404)` when the bin is private and no valid token came.
-fn private_gate(
+async fn private_gate(
     state: &AppState,
     req: &Request<Incoming>,
     bin: &str,
 ) -> Result<Option<Response<Body>>, PageError> {
     if let Some(token) = query_param(req, "token") {
         let bin = bins::bin_id(bin)?;
-        if !bins::token_opens(state, &bin, &token) {
+        if !bins::token_opens(state, &bin, &token).await {
             return Err(bins::Error::BinNotFound.into());
         }
         let rest: Vec<(String, String)> = crate::web::query_params(req.uri().query().unwrap_or(""))
@@ -204,7 +206,7 @@ fn private_gate(
             );
         }
         let mut res = see_other(&location);
-        let entry = bins::live(state, &bin, crate::clock::now_ms())?;
+        let entry = bins::live(state, &bin, crate::clock::now_ms()).await?;
         let max_age = ((entry.expires_at - crate::clock::now_ms()).max(0) / 1000) as u64;
         let secure =
             crate::web::client::public_base(&state.config, req.headers()).starts_with("https:");
@@ -214,7 +216,7 @@ fn private_gate(
         return Ok(Some(res));
     }
     let token = crate::web::private::presented_token(req.headers());
-    bins::authorize(state, bin, token.as_deref())?;
+    bins::authorize(state, bin, token.as_deref()).await?;
     Ok(None)
 }
 

@@ -1,33 +1,31 @@
-//! Storage: bins and captured requests in SQLite.
+//! Storage: bins and captured requests, in SQLite (the default) or PostgreSQL.
 //!
-//! rusqlite is synchronous, so nothing here touches SQLite on the async worker threads:
-//! - writes go to one writer thread that owns the only write connection and commits queued
-//!   operations in batches (group commit), replying to each caller after its batch committed;
-//! - reads run on a small pool of read-only connections through `spawn_blocking`;
-//! - which bins exist (and their custom responses) is mirrored in memory, so a capture checks its
-//!   bin without a query. The writer's transaction checks again, so a bin deleted in between
-//!   still ends in a 404, never in a row without a bin.
+//! [`Store`] is the one interface everything above uses; it dispatches to an engine:
+//! - [`sqlite`]: one file, one writer thread with group commit, a pool of read-only connections,
+//!   and an authoritative in-memory index of the live bins (one process owns the file);
+//! - [`postgres`]: several hookbin nodes on one database. A writer task per node commits captures
+//!   in batches (one multi-row INSERT per batch), live bins are cached (a miss asks the database,
+//!   since another node may have made the bin), and LISTEN/NOTIFY tells every node's event
+//!   streams about every node's commits.
+//!
+//! Both engines give the same guarantees: a capture is answered only after its commit, each bin
+//! keeps at most `max_per_bin` requests (oldest evicted), deleting a bin deletes its requests,
+//! request ids count per bin and are never reused, and expired bins answer 404 until reaped.
 
-mod checkpoint;
 mod headers;
-mod read;
-mod schema;
-mod writer;
+pub mod postgres;
+pub mod sqlite;
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
 use crate::events::EventHub;
 use crate::model::{Bin, RequestSummary, StoredRequest};
 use crate::response::ResponseSpec;
 
-pub use read::{ScanBudget, SearchPage};
-pub use schema::{SCHEMA_SQL, SCHEMA_VERSION};
-pub use writer::{CaptureOutcome, ReapProgress};
+pub use sqlite::{SCHEMA_SQL, SCHEMA_VERSION};
 
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -42,6 +40,13 @@ pub enum StoreError {
     /// stored. Captures answer `507 storage_full`; reads and deletes keep working.
     #[error("the database's disk is full: {0}")]
     Full(String),
+    /// A PostgreSQL statement failed (the server answered with an error).
+    #[error("database error: {0}")]
+    Postgres(String),
+    /// The database cannot be reached (connection refused or lost, or no answer within the
+    /// timeout). Nothing of the operation was acknowledged; retrying later may succeed.
+    #[error("the database is unavailable: {0}")]
+    Unavailable(String),
     /// The batch this operation was in failed to commit; nothing of it was stored.
     #[error("commit failed: {0}")]
     Commit(String),
@@ -85,11 +90,56 @@ impl StoreError {
     }
 }
 
+/// How much one search page may scan before it stops and hands back a cursor to go on from.
+#[derive(Debug, Clone, Copy)]
+pub struct ScanBudget {
+    pub max_rows: usize,
+    /// Stored body bytes read (the decoded size is bounded by the matcher's own limit).
+    pub max_bytes: usize,
+    /// Wall time: decoding is what a budget of rows and bytes cannot bound.
+    pub max_time: std::time::Duration,
+}
+
+/// One page of a search: the matches (newest first) and, when the scan did not reach the
+/// bin's oldest request, the id to resume below.
+#[derive(Debug, Clone, Default)]
+pub struct SearchPage {
+    pub rows: Vec<RequestSummary>,
+    pub resume_before: Option<i64>,
+}
+
+/// Where the data lives: what `--db` names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    /// A SQLite file.
+    Sqlite(PathBuf),
+    /// A PostgreSQL connection string (`postgres://...` or `postgresql://...`).
+    Postgres(String),
+}
+
+impl Location {
+    /// `postgres://` and `postgresql://` select PostgreSQL; anything else is a SQLite path.
+    pub fn parse(db: &Path) -> Location {
+        match db.to_str() {
+            Some(s) if s.starts_with("postgres://") || s.starts_with("postgresql://") => {
+                Location::Postgres(s.to_owned())
+            }
+            _ => Location::Sqlite(db.to_owned()),
+        }
+    }
+
+    /// For logs: the path, or the URL without its password.
+    pub fn redacted(&self) -> String {
+        match self {
+            Location::Sqlite(path) => path.display().to_string(),
+            Location::Postgres(url) => postgres::redact(url),
+        }
+    }
+}
+
 /// A queued capture; [`PendingCapture::outcome`] resolves once its batch is committed.
 #[derive(Debug)]
-pub struct PendingCapture(
-    oneshot::Receiver<(Result<CaptureOutcome, StoreError>, Box<writer::NewCapture>)>,
-);
+pub struct PendingCapture(oneshot::Receiver<(Result<CaptureOutcome, StoreError>, Box<NewCapture>)>);
 
 impl PendingCapture {
     pub async fn outcome(self) -> Result<CaptureOutcome, StoreError> {
@@ -99,6 +149,61 @@ impl PendingCapture {
             Err(_) => Err(StoreError::Closed),
         }
     }
+}
+
+/// A capture's answer carries the capture back: its buffers are then freed by the waiting task,
+/// not by the writer, which is the one every capture waits for (freeing was 14% of its time).
+pub type CaptureReply = oneshot::Sender<(Result<CaptureOutcome, StoreError>, Box<NewCapture>)>;
+
+/// A request to store, with the columns derived from it prepared by the caller (off the writer,
+/// which is the bottleneck under load).
+#[derive(Debug)]
+pub struct NewCapture {
+    pub request: StoredRequest,
+    /// `headers::encode(&request.headers)`.
+    pub headers_blob: Vec<u8>,
+    pub content_type: Option<String>,
+    pub max_per_bin: u64,
+    /// `--max-bin-bytes`: the bin's oldest requests are evicted beyond this many stored bytes.
+    pub max_bin_bytes: u64,
+}
+
+impl NewCapture {
+    /// What this request adds to its bin's `bytes_used`: the stored body and header bytes (the
+    /// same measure as `length(body) + length(headers)` in SQL).
+    pub fn stored_bytes(&self) -> u64 {
+        (self.request.body.len() + self.headers_blob.len()) as u64
+    }
+
+    fn new(request: StoredRequest, max_per_bin: u64, max_bin_bytes: u64) -> Box<Self> {
+        Box::new(NewCapture {
+            headers_blob: headers::encode(&request.headers),
+            // PostgreSQL's text cannot hold NUL: the list column gets U+FFFD instead (the
+            // header itself is kept byte-exact in the headers column).
+            content_type: request.content_type().map(|t| t.replace('\0', "\u{fffd}")),
+            request,
+            max_per_bin,
+            max_bin_bytes,
+        })
+    }
+}
+
+/// The result of a capture, known only after its batch committed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CaptureOutcome {
+    /// Stored under this request id; `evicted` older requests were dropped to respect the cap.
+    Stored { id: i64, evicted: u64 },
+    /// The bin was deleted or expired before the row could be written; nothing stored.
+    BinGone,
+}
+
+/// What one reaping step did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReapProgress {
+    pub requests_deleted: u64,
+    pub bins_deleted: Vec<String>,
+    /// True when no expired bin is left (or, on PostgreSQL, another node is reaping).
+    pub done: bool,
 }
 
 /// SQLite's `synchronous` setting: what a commit waits for.
@@ -113,9 +218,11 @@ pub enum Synchronous {
 /// Settings for [`Store::open`].
 #[derive(Debug, Clone)]
 pub struct StoreConfig {
-    pub path: PathBuf,
+    pub location: Location,
+    /// SQLite only; PostgreSQL commits durably as its server is configured.
     pub synchronous: Synchronous,
     pub write_queue: usize,
+    /// Read connections (SQLite) or pooled connections (PostgreSQL).
     pub read_connections: usize,
 }
 
@@ -128,136 +235,128 @@ pub struct BinEntry {
     pub view_token_hash: Option<[u8; 32]>,
 }
 
-/// The handle every part of the server uses. Cheap to share behind an `Arc`.
-#[derive(Debug)]
-pub struct Store {
-    writes: mpsc::Sender<writer::Op>,
-    write_capacity: usize,
-    reads: read::ReadPool,
-    bins: RwLock<HashMap<String, BinEntry>>,
-    path: PathBuf,
-    /// Bytes of the database in use, updated by the writer after every batch.
-    used_bytes: Arc<AtomicU64>,
-}
-
-/// The background threads of a [`Store`]: the writer, and the checkpointer beside it.
-#[derive(Debug)]
-pub struct WriterThread {
-    writer: std::thread::JoinHandle<()>,
-    checkpointer: std::thread::JoinHandle<()>,
-    stop_checkpoints: std::sync::mpsc::Sender<()>,
-}
-
-impl WriterThread {
-    /// Waits until every queued write has been committed, the WAL folded into the database file,
-    /// and both threads have exited. Call after dropping every `Store` handle, or this waits
-    /// forever.
-    pub fn join(self) {
-        drop(self.stop_checkpoints);
-        if self.checkpointer.join().is_err() {
-            tracing::error!("the checkpoint thread panicked");
-        }
-        if self.writer.join().is_err() {
-            tracing::error!("the database writer thread panicked");
+/// A stored custom response, checked again. Headers an older hookbin accepted and this one
+/// refuses are left out (the rest of the response still applies), and a response that cannot be
+/// read at all is ignored (the bin answers `200 ok`): either way with a warning.
+fn stored_response(id: &str, json: &str) -> Option<Arc<ResponseSpec>> {
+    let noted = |e: crate::response::SpecError| {
+        tracing::warn!(bin_id = %id, "custom response: {e}; that header is no longer sent");
+    };
+    match ResponseSpec::from_stored_noting(json, id, noted) {
+        Ok(spec) => Some(Arc::new(spec)),
+        Err(e) => {
+            tracing::warn!(
+                bin_id = %id,
+                "custom response cannot be read ({e}); the bin answers 200 ok instead"
+            );
+            None
         }
     }
+}
+
+/// The handle every part of the server uses. Cheap to share behind an `Arc`.
+#[derive(Debug)]
+pub enum Store {
+    Sqlite(sqlite::SqliteStore),
+    Postgres(postgres::PgStore),
+}
+
+/// The engine's background work (writer, checkpoints, listener): see [`Workers::join`].
+#[derive(Debug)]
+pub enum Workers {
+    Sqlite(sqlite::WriterThread),
+    Postgres(postgres::PgWorkers),
+}
+
+impl Workers {
+    /// Waits until every queued write has been committed and the background work has stopped.
+    /// Call after dropping every `Store` handle, or this waits forever.
+    pub async fn join(self) {
+        match self {
+            Workers::Sqlite(threads) => {
+                let _ = tokio::task::spawn_blocking(move || threads.join()).await;
+            }
+            Workers::Postgres(workers) => workers.join().await,
+        }
+    }
+}
+
+/// Calls the same method on whichever engine this is.
+macro_rules! dispatch {
+    ($self:ident, $s:ident => $call:expr) => {
+        match $self {
+            Store::Sqlite($s) => $call,
+            Store::Postgres($s) => $call,
+        }
+    };
 }
 
 impl Store {
-    /// Opens the database (creating it from `schema.sql` if new), starts the writer thread and
-    /// loads the live bins. `now` is the current unix time in ms.
-    pub fn open(
+    /// Opens the database named by `config.location` (creating or migrating its schema) and
+    /// starts the engine's writer. `now` is the current unix time in ms.
+    pub async fn open(
         config: &StoreConfig,
         events: Arc<EventHub>,
         now: i64,
-    ) -> Result<(Store, WriterThread), StoreError> {
-        let conn = schema::open_writer(&config.path, config.synchronous)?;
-        let bins = read::live_bins(&conn, now)?;
-        let used_bytes = Arc::new(AtomicU64::new(writer::live_bytes(&conn)?));
-        let writer_used = used_bytes.clone();
-        let reads = read::ReadPool::new(&config.path, config.read_connections)?;
-        let (tx, rx) = mpsc::channel(config.write_queue);
-        let spawn_failed = |e: std::io::Error| StoreError::Open {
-            path: config.path.display().to_string(),
-            reason: format!("cannot start a database thread: {e}"),
-        };
-        let wal = Arc::new(checkpoint::WalSize::default());
-        let checkpoint_conn = checkpoint::open(&config.path)?;
-        let (stop_checkpoints, stop) = std::sync::mpsc::channel();
-        let checkpoint_wal = wal.clone();
-        let checkpointer = std::thread::Builder::new()
-            .name("hookbin-checkpoint".into())
-            .spawn(move || checkpoint::run(checkpoint_conn, stop, checkpoint_wal))
-            .map_err(spawn_failed)?;
-        let writer = std::thread::Builder::new()
-            .name("hookbin-writer".into())
-            .spawn(move || writer::run(conn, rx, events, wal, writer_used))
-            .map_err(spawn_failed)?;
-        let store = Store {
-            writes: tx,
-            write_capacity: config.write_queue,
-            reads,
-            bins: RwLock::new(bins),
-            path: config.path.clone(),
-            used_bytes,
-        };
-        let threads = WriterThread {
-            writer,
-            checkpointer,
-            stop_checkpoints,
-        };
-        Ok((store, threads))
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// Bytes of the database in use (pages holding data; free pages left by deletes are not
-    /// counted, new rows reuse them), as of the last committed batch.
-    pub fn used_bytes(&self) -> u64 {
-        self.used_bytes.load(Ordering::Relaxed)
-    }
-
-    /// Writes waiting for the writer thread right now.
-    pub fn queue_depth(&self) -> usize {
-        self.write_capacity - self.writes.capacity()
-    }
-
-    /// The live bin `id`, from memory. Expired bins count as absent.
-    pub fn bin_entry(&self, id: &str, now: i64) -> Option<BinEntry> {
-        let bins = self.bins.read().unwrap_or_else(|e| e.into_inner());
-        bins.get(id).filter(|b| b.expires_at > now).cloned()
-    }
-
-    /// Number of live bins known in memory (expired but not yet reaped ones included).
-    pub fn bin_count(&self) -> usize {
-        self.bins.read().unwrap_or_else(|e| e.into_inner()).len()
-    }
-
-    fn remember_bin(&self, id: &str, entry: BinEntry) {
-        let mut bins = self.bins.write().unwrap_or_else(|e| e.into_inner());
-        bins.insert(id.to_owned(), entry);
-    }
-
-    fn forget_bins<'a>(&self, ids: impl IntoIterator<Item = &'a String>) {
-        let mut bins = self.bins.write().unwrap_or_else(|e| e.into_inner());
-        for id in ids {
-            bins.remove(id);
+    ) -> Result<(Store, Workers), StoreError> {
+        match &config.location {
+            Location::Sqlite(path) => {
+                let (store, threads) = sqlite::SqliteStore::open(path, config, events, now)?;
+                Ok((Store::Sqlite(store), Workers::Sqlite(threads)))
+            }
+            Location::Postgres(url) => {
+                let (store, workers) = postgres::PgStore::open(url, config, events).await?;
+                Ok((Store::Postgres(store), Workers::Postgres(workers)))
+            }
         }
     }
 
-    /// Queues `op` (waiting for room) and awaits the writer's reply.
-    async fn write<T>(
-        &self,
-        command: impl FnOnce(writer::Reply<T>) -> writer::Command,
-    ) -> Result<T, StoreError> {
-        let (reply, answer) = oneshot::channel();
-        self.writes
-            .send(writer::Op::Other(command(reply)))
-            .await
-            .map_err(|_| StoreError::Closed)?;
-        answer.await.map_err(|_| StoreError::Closed)?
+    /// The SQLite file, when this is SQLite (for its size on /metrics).
+    pub fn file_path(&self) -> Option<&Path> {
+        match self {
+            Store::Sqlite(s) => Some(s.path()),
+            Store::Postgres(_) => None,
+        }
+    }
+
+    /// Which engine: `sqlite` or `postgres`.
+    pub fn engine(&self) -> &'static str {
+        match self {
+            Store::Sqlite(_) => "sqlite",
+            Store::Postgres(_) => "postgres",
+        }
+    }
+
+    /// Bytes of the database in use, as of the last committed batch (SQLite: its pages holding
+    /// data; PostgreSQL: the stored bytes of every bin, refreshed from the database once a
+    /// second and after deletes). What `--max-db-bytes` compares.
+    pub fn used_bytes(&self) -> u64 {
+        dispatch!(self, s => s.used_bytes())
+    }
+
+    /// Writes waiting for the writer right now.
+    pub fn queue_depth(&self) -> usize {
+        dispatch!(self, s => s.queue_depth())
+    }
+
+    /// The live bin `id` as this node knows it, without a query: authoritative on SQLite, a
+    /// cache on PostgreSQL (use [`Store::find_bin`] where a miss must be checked).
+    pub fn bin_entry(&self, id: &str, now: i64) -> Option<BinEntry> {
+        dispatch!(self, s => s.bin_entry(id, now))
+    }
+
+    /// The live bin `id`: from memory, or on PostgreSQL from the database when this node has not
+    /// seen it (another node may have created it); then cached.
+    pub async fn find_bin(&self, id: &str, now: i64) -> Result<Option<BinEntry>, StoreError> {
+        match self {
+            Store::Sqlite(s) => Ok(s.bin_entry(id, now)),
+            Store::Postgres(s) => s.find_bin(id, now).await,
+        }
+    }
+
+    /// Live bins known in memory (on PostgreSQL: those this node has cached).
+    pub fn bin_count(&self) -> usize {
+        dispatch!(self, s => s.bin_count())
     }
 
     pub async fn create_bin(
@@ -265,34 +364,17 @@ impl Store {
         bin: Bin,
         response: Option<Arc<ResponseSpec>>,
     ) -> Result<(), StoreError> {
-        let entry = BinEntry {
-            expires_at: bin.expires_at,
-            response,
-            view_token_hash: bin.view_token_hash,
-        };
-        let id = bin.id.clone();
-        self.write(|reply| writer::Command::CreateBin(bin, reply))
-            .await?;
-        self.remember_bin(&id, entry);
-        Ok(())
+        dispatch!(self, s => s.create_bin(bin, response).await)
     }
 
     /// The bin with its current request count, or `None` if absent or expired.
     pub async fn get_bin(&self, id: &str, now: i64) -> Result<Option<Bin>, StoreError> {
-        if self.bin_entry(id, now).is_none() {
-            return Ok(None);
-        }
-        let id = id.to_owned();
-        self.reads.run(move |c| read::bin(c, &id, now)).await
+        dispatch!(self, s => s.get_bin(id, now).await)
     }
 
     /// Deletes the bin and (cascade) its requests. `false` if there was no such bin.
     pub async fn delete_bin(&self, id: &str) -> Result<bool, StoreError> {
-        // Forget first: from now on captures to this bin answer 404.
-        let id = id.to_owned();
-        self.forget_bins([&id]);
-        self.write(|reply| writer::Command::DeleteBin(id, reply))
-            .await
+        dispatch!(self, s => s.delete_bin(id).await)
     }
 
     /// Sets (or with `None` clears) the bin's custom response; the updated bin, or `None`.
@@ -302,27 +384,7 @@ impl Store {
         response: Option<Arc<ResponseSpec>>,
         now: i64,
     ) -> Result<Option<Bin>, StoreError> {
-        let json = response.as_deref().map(ResponseSpec::to_json);
-        let owned = id.to_owned();
-        let bin = self
-            .write(|reply| writer::Command::SetResponse {
-                id: owned,
-                response: json,
-                now,
-                reply,
-            })
-            .await?;
-        if let Some(bin) = &bin {
-            self.remember_bin(
-                id,
-                BinEntry {
-                    expires_at: bin.expires_at,
-                    response,
-                    view_token_hash: bin.view_token_hash,
-                },
-            );
-        }
-        Ok(bin)
+        dispatch!(self, s => s.set_response(id, response, now).await)
     }
 
     /// Queues a capture without waiting for room: a full queue is [`StoreError::QueueFull`] at
@@ -334,23 +396,9 @@ impl Store {
         max_per_bin: u64,
         max_bin_bytes: u64,
     ) -> Result<PendingCapture, StoreError> {
-        let (reply, answer) = oneshot::channel();
         // Derived columns are prepared here, on the caller's thread, to keep the writer lean.
-        let op = writer::Op::Capture {
-            capture: Box::new(writer::NewCapture {
-                headers_blob: headers::encode(&request.headers),
-                content_type: request.content_type(),
-                request,
-                max_per_bin,
-                max_bin_bytes,
-            }),
-            reply,
-        };
-        self.writes.try_send(op).map_err(|e| match e {
-            mpsc::error::TrySendError::Full(_) => StoreError::QueueFull,
-            mpsc::error::TrySendError::Closed(_) => StoreError::Closed,
-        })?;
-        Ok(PendingCapture(answer))
+        let capture = NewCapture::new(request, max_per_bin, max_bin_bytes);
+        dispatch!(self, s => s.try_capture(capture))
     }
 
     /// Summaries newest first, older than `before` when given; `limit + 1` are fetched so the
@@ -361,16 +409,13 @@ impl Store {
         before: Option<i64>,
         limit: usize,
     ) -> Result<Vec<RequestSummary>, StoreError> {
-        let bin = bin.to_owned();
-        self.reads
-            .run(move |c| read::summaries_before(c, &bin, before.unwrap_or(i64::MAX), limit))
-            .await
+        dispatch!(self, s => s.list_requests(bin, before, limit).await)
     }
 
     /// One page of a search: the summaries of requests older than `before` (newest first) that
     /// `keep` accepts, at most `limit`, scanning within `budget`; see [`SearchPage`]. `with_body`:
     /// whether `keep` looks at bodies (they are not read otherwise). `keep` runs on a blocking
-    /// thread of the read pool.
+    /// thread.
     pub async fn search_requests<F>(
         &self,
         bin: &str,
@@ -383,11 +428,7 @@ impl Store {
     where
         F: Fn(&StoredRequest) -> bool + Send + 'static,
     {
-        let bin = bin.to_owned();
-        let before = before.unwrap_or(i64::MAX);
-        self.reads
-            .run(move |c| read::search_before(c, &bin, before, limit, with_body, budget, &keep))
-            .await
+        dispatch!(self, s => s.search_requests(bin, before, limit, with_body, budget, keep).await)
     }
 
     /// Summaries with an id above `after`, oldest first (event-stream replay).
@@ -397,10 +438,7 @@ impl Store {
         after: i64,
         limit: usize,
     ) -> Result<Vec<RequestSummary>, StoreError> {
-        let bin = bin.to_owned();
-        self.reads
-            .run(move |c| read::summaries_after(c, &bin, after, limit))
-            .await
+        dispatch!(self, s => s.requests_after(bin, after, limit).await)
     }
 
     pub async fn get_request(
@@ -408,16 +446,12 @@ impl Store {
         bin: &str,
         id: i64,
     ) -> Result<Option<StoredRequest>, StoreError> {
-        let bin = bin.to_owned();
-        self.reads.run(move |c| read::request(c, &bin, id)).await
+        dispatch!(self, s => s.get_request(bin, id).await)
     }
 
     /// The highest request id of the bin so far, `0` when it has none.
     pub async fn last_request_id(&self, bin: &str) -> Result<i64, StoreError> {
-        let bin = bin.to_owned();
-        self.reads
-            .run(move |c| read::last_request_id(c, &bin))
-            .await
+        dispatch!(self, s => s.last_request_id(bin).await)
     }
 
     /// Requests with `after < id <= upto`, oldest first, in pages bounded by rows and by body
@@ -430,38 +464,26 @@ impl Store {
         max_rows: usize,
         max_bytes: usize,
     ) -> Result<Vec<StoredRequest>, StoreError> {
-        let bin = bin.to_owned();
-        self.reads
-            .run(move |c| read::requests_page(c, &bin, after, upto, max_rows, max_bytes))
-            .await
+        dispatch!(self, s => s.requests_page(bin, after, upto, max_rows, max_bytes).await)
     }
 
     /// `false` if the bin had no such request.
     pub async fn delete_request(&self, bin: &str, id: i64) -> Result<bool, StoreError> {
-        let bin = bin.to_owned();
-        self.write(|reply| writer::Command::DeleteRequest { bin, id, reply })
-            .await
+        dispatch!(self, s => s.delete_request(bin, id).await)
     }
 
     pub async fn clear_requests(&self, bin: &str) -> Result<(), StoreError> {
-        let bin = bin.to_owned();
-        self.write(|reply| writer::Command::ClearRequests { bin, reply })
-            .await
+        dispatch!(self, s => s.clear_requests(bin).await)
     }
 
     /// Deletes up to `budget` requests of bins expired at `now`, and the bins emptied that way.
+    /// On PostgreSQL only one node reaps at a time; the others' steps report `done` at once.
     pub async fn reap_step(&self, now: i64, budget: usize) -> Result<ReapProgress, StoreError> {
-        let progress = self
-            .write(|reply| writer::Command::Reap { now, budget, reply })
-            .await?;
-        self.forget_bins(&progress.bins_deleted);
-        Ok(progress)
+        dispatch!(self, s => s.reap_step(now, budget).await)
     }
 
     /// Whether the database answers a query (health check).
     pub async fn ping(&self) -> Result<(), StoreError> {
-        self.reads
-            .run(|c| c.query_row("SELECT 1", [], |_| Ok(())))
-            .await
+        dispatch!(self, s => s.ping().await)
     }
 }

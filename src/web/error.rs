@@ -137,6 +137,14 @@ impl From<StoreError> for ApiError {
                 1,
             ),
             StoreError::Full(_) => ApiError::storage_full(),
+            StoreError::Unavailable(cause) => {
+                tracing::warn!(%cause, "database unavailable: answering 503");
+                ApiError::unavailable(
+                    "database_unavailable",
+                    "the database cannot be reached; nothing was stored; retry shortly",
+                    1,
+                )
+            }
             StoreError::Closed => {
                 ApiError::unavailable("shutting_down", "the server is shutting down", 5)
             }

@@ -148,14 +148,10 @@ fn get_and_delete_bin_with_cascade() {
     s.request("POST", &format!("/r/{bin}"), &[], b"x")
         .assert_error(404, "bin_not_found");
     // The rows went with the bin (ON DELETE CASCADE); the other bin is untouched.
-    let db = rusqlite::Connection::open(&s.db).unwrap();
-    let count = |b: &str| -> i64 {
-        db.query_row(
-            "SELECT count(*) FROM bin_requests WHERE bin_id = ?1",
-            [b],
-            |r| r.get(0),
-        )
-        .unwrap()
+    let count = |b: &str| {
+        s.query_number(&format!(
+            "SELECT count(*) FROM bin_requests WHERE bin_id = '{b}'"
+        ))
     };
     assert_eq!(count(&bin), 0);
     assert_eq!(count(&other), 1);
@@ -438,10 +434,10 @@ fn health_and_metrics() {
 }
 
 /// Reads server-sent events from a raw connection: (id, event, data) per event.
-struct EventReader(BufReader<std::net::TcpStream>);
+pub struct EventReader(BufReader<std::net::TcpStream>);
 
 impl EventReader {
-    fn open(s: &Server, bin: &str, last_event_id: Option<&str>) -> EventReader {
+    pub fn open(s: &Server, bin: &str, last_event_id: Option<&str>) -> EventReader {
         let mut conn = s.connect();
         let mut head = format!(
             "GET /api/bins/{bin}/stream HTTP/1.1\r\nHost: h\r\nAccept: text/event-stream\r\n"
@@ -472,7 +468,7 @@ impl EventReader {
 
     /// The next `request` event; skips comments and retry lines. Chunked framing lines (sizes)
     /// are skipped too, as they never start with a field name.
-    fn next(&mut self) -> (String, serde_json::Value) {
+    pub fn next(&mut self) -> (String, serde_json::Value) {
         let (mut id, mut event, mut data) = (None, None, None);
         let deadline = Instant::now() + PATIENCE;
         loop {

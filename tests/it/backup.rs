@@ -29,7 +29,7 @@ pub fn sqlite3_installed() -> bool {
 
 #[test]
 fn readme_backup_commands_copy_a_live_database() {
-    if !sqlite3_installed() {
+    if crate::pg::sqlite_only() || !sqlite3_installed() {
         return;
     }
     let readme =

@@ -184,6 +184,9 @@ fn sigterm_during_captures_loses_nothing_and_exits_0() {
 /// busy writer, so the WAL was never restarted and grew to 2.2 GB in a one-minute benchmark.
 #[test]
 fn the_wal_stays_bounded_under_sustained_captures() {
+    if crate::pg::sqlite_only() {
+        return;
+    }
     let s = Server::start(&["--max-requests-per-bin", "100"]);
     let bin = s.create_bin();
     let body = vec![b'w'; 8 * 1024];

@@ -32,8 +32,8 @@ fn server_header(addr: SocketAddr) -> Option<String> {
 }
 
 /// A running nginx in front of `upstream`; stopped on drop.
-struct Nginx {
-    addr: SocketAddr,
+pub struct Nginx {
+    pub addr: SocketAddr,
     child: Option<Child>,
     dir: tempfile::TempDir,
 }
@@ -42,6 +42,12 @@ impl Nginx {
     /// nginx with the shipped config in front of hookbin `s`, or `None` when nginx is missing
     /// outside CI.
     fn start(s: &Server) -> Option<Nginx> {
+        Nginx::start_conf(CONF, &[s.addr])
+    }
+
+    /// nginx with the shipped `conf` (a path in the repository) in front of `upstreams`, one for
+    /// each `server 127.0.0.1:...` line of its upstream block, in order.
+    pub fn start_conf(conf: &str, upstreams: &[SocketAddr]) -> Option<Nginx> {
         let binary = nginx_binary()?;
         let dir = tempfile::tempdir().expect("temp dir");
         // Run as root, nginx's workers switch to `nobody`, which must reach the temp paths.
@@ -52,7 +58,7 @@ impl Nginx {
             // start on port 0 lands: a port there may be taken between our pick and nginx's bind.
             let port = 20_000 + (random() % 12_000) as u16;
             let addr: SocketAddr = ([127, 0, 0, 1], port).into();
-            write_config(dir.path(), addr, s.addr);
+            write_config(conf, dir.path(), addr, upstreams);
             let pid_file = dir.path().join("nginx.pid");
             let _ = std::fs::remove_file(&pid_file);
             let stderr = std::fs::File::create(dir.path().join("stderr.log")).unwrap();
@@ -103,7 +109,7 @@ impl Nginx {
     }
 
     /// Sends exact bytes on a new connection and reads one response.
-    fn raw(&self, bytes: &[u8]) -> Response {
+    pub fn raw(&self, bytes: &[u8]) -> Response {
         let mut conn = self.connect();
         conn.write_all(bytes).expect("send request");
         read_response(&mut BufReader::new(conn)).expect("read response")
@@ -180,9 +186,10 @@ fn nginx_binary() -> Option<PathBuf> {
 
 /// The shipped server block with the test's port, upstream and log directory, wrapped in a
 /// minimal `nginx.conf`.
-fn write_config(dir: &Path, listen: SocketAddr, upstream: SocketAddr) {
-    let shipped = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(CONF))
-        .expect("read nginx/hookbin.conf");
+fn write_config(conf: &str, dir: &Path, listen: SocketAddr, upstreams: &[SocketAddr]) {
+    let shipped = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(conf))
+        .unwrap_or_else(|e| panic!("read {conf}: {e}"));
+    let mut upstream = upstreams.iter();
     let logs = format!("{}/", dir.display());
     let mut substituted = [0; 4];
     let mut out = String::new();
@@ -197,9 +204,14 @@ fn write_config(dir: &Path, listen: SocketAddr, upstream: SocketAddr) {
             // Not every CI machine has IPv6.
             substituted[1] += 1;
             continue;
-        } else if code == "server 127.0.0.1:8080;" {
+        } else if let Some(rest) = code.strip_prefix("server 127.0.0.1:") {
+            // The address is replaced; what follows it (max_fails=...) is kept.
             substituted[2] += 1;
-            format!("    server {upstream};")
+            let options = rest.split_once(' ').map_or(";", |(_, o)| o);
+            let to = upstream
+                .next()
+                .expect("fewer upstreams than the conf has servers");
+            format!("    server {to} {options}")
         } else if line.contains("/var/log/nginx/") {
             substituted[3] += 1;
             line.replace("/var/log/nginx/", &logs)
@@ -211,10 +223,10 @@ fn write_config(dir: &Path, listen: SocketAddr, upstream: SocketAddr) {
     }
     assert_eq!(
         substituted,
-        [2, 2, 1, 4],
-        "{CONF} changed shape: expected two server blocks (inspector and capture host) with one \
+        [2, 2, upstreams.len(), 4],
+        "{conf} changed shape: expected two server blocks (inspector and capture host) with one \
          `listen 80;`, one `listen [::]:80;` and two /var/log/nginx/ paths each, and one \
-         `server 127.0.0.1:8080;`, outside comments"
+         `server 127.0.0.1:...` line per upstream, outside comments"
     );
     std::fs::write(dir.join("hookbin.conf"), out).unwrap();
     let d = dir.display();

@@ -23,11 +23,52 @@ pub struct Server {
     child: Option<Child>,
     log: Log,
     _dir: Option<tempfile::TempDir>,
+    /// Under PostgreSQL, the test's database (shared by servers started on the same `db`).
+    pub pg: Option<std::sync::Arc<crate::pg::TestDb>>,
+}
+
+/// A database for tests that restart servers on it: a SQLite path in a temporary directory, or
+/// under `HOOKBIN_TEST_DB=postgres` a database of its own. Dropped (deleted) with this value.
+pub struct Db {
+    pub path: PathBuf,
+    pub pg: Option<std::sync::Arc<crate::pg::TestDb>>,
+    _dir: Option<tempfile::TempDir>,
+}
+
+impl Db {
+    pub fn fresh() -> Db {
+        if crate::pg::postgres() {
+            let db = std::sync::Arc::new(crate::pg::TestDb::create());
+            return Db {
+                path: PathBuf::from(&db.url),
+                pg: Some(db),
+                _dir: None,
+            };
+        }
+        let dir = tempfile::tempdir().expect("temp dir");
+        Db {
+            path: dir.path().join("hookbin.db"),
+            pg: None,
+            _dir: Some(dir),
+        }
+    }
+
+    /// A server on this database.
+    pub fn start(&self, args: &[&str]) -> Server {
+        let mut server = Server::start_on(&self.path, args);
+        server.pg = self.pg.clone();
+        server
+    }
 }
 
 impl Server {
-    /// A server with a fresh temporary database and the given extra flags.
+    /// A server with a fresh temporary database and the given extra flags (a database of its
+    /// own on PostgreSQL under `HOOKBIN_TEST_DB=postgres`).
     pub fn start(args: &[&str]) -> Server {
+        if crate::pg::postgres() {
+            let db = Db::fresh();
+            return db.start(args);
+        }
         let dir = tempfile::tempdir().expect("temp dir");
         let db = dir.path().join("hookbin.db");
         let mut server = Server::start_on(&db, args);
@@ -101,6 +142,7 @@ impl Server {
                 child: Some(child),
                 log,
                 _dir: None,
+                pg: None,
             }),
             Err(Ended::Closed(text)) => {
                 let status = child.wait().unwrap();
@@ -111,6 +153,18 @@ impl Server {
                 let _ = child.wait();
                 Err(format!("no 'listening on' line\n{text}"))
             }
+        }
+    }
+
+    /// A number from an SQL query on the server's database, whichever the engine (for checks
+    /// below the API, such as a cascade).
+    pub fn query_number(&self, sql: &str) -> i64 {
+        match &self.pg {
+            Some(db) => db.sql(sql).parse().expect("a number"),
+            None => rusqlite::Connection::open(&self.db)
+                .unwrap()
+                .query_row(sql, [], |r| r.get(0))
+                .unwrap(),
         }
     }
 

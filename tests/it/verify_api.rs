@@ -165,6 +165,16 @@ fn the_secret_is_never_logged_or_stored() {
     // database files.
     let log = s.stop();
     let mut files = Vec::new();
+    if let Some(db) = &s.pg {
+        // PostgreSQL: everything the database holds, as pg_dump writes it out.
+        let dump = std::process::Command::new("pg_dump")
+            .arg("-d")
+            .arg(&db.url)
+            .output()
+            .expect("run pg_dump");
+        assert!(dump.status.success(), "pg_dump failed");
+        files.push(dump.stdout);
+    }
     for suffix in ["", "-wal", "-shm"] {
         let mut p = s.db.clone().into_os_string();
         p.push(suffix);

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
 
-use super::StoreError;
+use crate::storage::StoreError;
 
 /// How often the background thread checkpoints.
 const INTERVAL: Duration = Duration::from_millis(50);

@@ -9,10 +9,10 @@ use std::sync::{Arc, Mutex};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use tokio::sync::Semaphore;
 
-use super::{BinEntry, StoreError, headers, schema};
+use super::schema;
 use crate::ids::RequestId;
 use crate::model::{Bin, RequestSummary, StoredRequest};
-use crate::response::ResponseSpec;
+use crate::storage::{BinEntry, ScanBudget, SearchPage, StoreError, headers};
 
 #[derive(Debug)]
 pub struct ReadPool {
@@ -86,24 +86,7 @@ pub fn live_bins(conn: &Connection, now: i64) -> Result<HashMap<String, BinEntry
     let mut bins = HashMap::new();
     for row in rows {
         let (id, expires_at, response, view_token_hash) = row?;
-        let response = response.and_then(|json| {
-            let noted = |e: crate::response::SpecError| {
-                tracing::warn!(
-                    bin_id = %id,
-                    "custom response: {e}; that header is no longer sent"
-                );
-            };
-            match ResponseSpec::from_stored_noting(&json, &id, noted) {
-                Ok(spec) => Some(Arc::new(spec)),
-                Err(e) => {
-                    tracing::warn!(
-                        bin_id = %id,
-                        "custom response cannot be read ({e}); the bin answers 200 ok instead"
-                    );
-                    None
-                }
-            }
-        });
+        let response = response.and_then(|json| crate::storage::stored_response(&id, &json));
         bins.insert(
             id,
             BinEntry {
@@ -257,24 +240,6 @@ pub fn requests_page(
         }
     }
     Ok(page)
-}
-
-/// How much one search page may scan before it stops and hands back a cursor to go on from.
-#[derive(Debug, Clone, Copy)]
-pub struct ScanBudget {
-    pub max_rows: usize,
-    /// Stored body bytes read (the decoded size is bounded by the matcher's own limit).
-    pub max_bytes: usize,
-    /// Wall time: decoding is what a budget of rows and bytes cannot bound.
-    pub max_time: std::time::Duration,
-}
-
-/// One page of a search: the matches (newest first) and, when the scan did not reach the
-/// bin's oldest request, the id to resume below.
-#[derive(Debug, Clone, Default)]
-pub struct SearchPage {
-    pub rows: Vec<RequestSummary>,
-    pub resume_before: Option<i64>,
 }
 
 /// Walks the bin's requests with `seq < before`, newest first, keeping the summaries of those

@@ -11,10 +11,10 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
 
-use super::{StoreError, Synchronous};
+use crate::storage::{StoreError, Synchronous};
 
 /// The top-level `schema.sql`, compiled in so that one binary deploys.
-pub const SCHEMA_SQL: &str = include_str!("../../schema.sql");
+pub const SCHEMA_SQL: &str = include_str!("../../../schema.sql");
 /// Bytes a WAL file is cut back to after a checkpoint (64 MiB).
 const WAL_SIZE_LIMIT: u64 = 64 * 1024 * 1024;
 /// `PRAGMA user_version` of a database made by this binary.
@@ -276,7 +276,7 @@ mod tests {
     use super::*;
 
     /// `schema.sql` as hookbin 0.1 shipped it (version 1), kept verbatim.
-    const SCHEMA_V1: &str = include_str!("../../tests/data/schema-v1.sql");
+    const SCHEMA_V1: &str = include_str!("../../../tests/data/schema-v1.sql");
 
     /// Columns, indexes and foreign keys of both tables, as SQLite reports them.
     fn shape(conn: &Connection) -> Vec<String> {

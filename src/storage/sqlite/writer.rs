@@ -23,20 +23,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use tokio::sync::{mpsc, oneshot};
 
-use super::StoreError;
 use super::checkpoint::{WalSize, checkpoint};
 use crate::events::EventHub;
 use crate::ids::RequestId;
-use crate::model::{Bin, RequestSummary, StoredRequest};
+use crate::model::{Bin, RequestSummary};
+use crate::storage::{CaptureOutcome, CaptureReply, NewCapture, ReapProgress, StoreError};
 
 /// Operations per transaction at most; bounds how long one commit keeps callers waiting.
 pub const MAX_BATCH: usize = 512;
 
 pub type Reply<T> = oneshot::Sender<Result<T, StoreError>>;
-
-/// A capture's answer carries the capture back: its buffers are then freed by the waiting task,
-/// not by this thread, which is the one every capture waits for (freeing was 14% of its time).
-pub type CaptureReply = oneshot::Sender<(Result<CaptureOutcome, StoreError>, Box<NewCapture>)>;
 
 #[derive(Debug)]
 pub enum Op {
@@ -86,45 +82,6 @@ pub enum Command {
         budget: usize,
         reply: Reply<ReapProgress>,
     },
-}
-
-/// A request to store, with the columns derived from it prepared by the caller (off the writer
-/// thread, which is the bottleneck under load).
-#[derive(Debug)]
-pub struct NewCapture {
-    pub request: StoredRequest,
-    /// `headers::encode(&request.headers)`.
-    pub headers_blob: Vec<u8>,
-    pub content_type: Option<String>,
-    pub max_per_bin: u64,
-    /// `--max-bin-bytes`: the bin's oldest requests are evicted beyond this many stored bytes.
-    pub max_bin_bytes: u64,
-}
-
-impl NewCapture {
-    /// What this request adds to its bin's `bytes_used`: the stored body and header bytes (the
-    /// same measure as `length(body) + length(headers)` in SQL).
-    pub fn stored_bytes(&self) -> u64 {
-        (self.request.body.len() + self.headers_blob.len()) as u64
-    }
-}
-
-/// The result of a capture, known only after its batch committed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CaptureOutcome {
-    /// Stored under this request id; `evicted` older requests were dropped to respect the cap.
-    Stored { id: i64, evicted: u64 },
-    /// The bin was deleted or expired before the row could be written; nothing stored.
-    BinGone,
-}
-
-/// What one reaping step did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ReapProgress {
-    pub requests_deleted: u64,
-    pub bins_deleted: Vec<String>,
-    /// True when no expired bin is left.
-    pub done: bool,
 }
 
 pub fn run(
@@ -195,7 +152,7 @@ fn commit_batch(conn: &mut Connection, batch: &mut Vec<Op>, events: &EventHub, u
     let outcomes = match outcomes {
         Ok(outcomes) => outcomes,
         Err(e) => {
-            let full = super::is_disk_full(&e);
+            let full = crate::storage::is_disk_full(&e);
             let msg = e.to_string();
             if full {
                 // Not an error of ours: the operator must make room (or the reaper will).
@@ -667,6 +624,7 @@ fn reap(conn: &Connection, now: i64, budget: usize) -> rusqlite::Result<ReapProg
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::StoredRequest;
     use crate::storage::Synchronous;
 
     const BIN: &str = "b1";

@@ -1,0 +1,353 @@
+//! The SQLite engine: bins and captured requests in one file.
+//!
+//! rusqlite is synchronous, so nothing here touches SQLite on the async worker threads:
+//! - writes go to one writer thread that owns the only write connection and commits queued
+//!   operations in batches (group commit), replying to each caller after its batch committed;
+//! - reads run on a small pool of read-only connections through `spawn_blocking`;
+//! - which bins exist (and their custom responses) is mirrored in memory, so a capture checks its
+//!   bin without a query. The writer's transaction checks again, so a bin deleted in between
+//!   still ends in a 404, never in a row without a bin.
+
+mod checkpoint;
+mod read;
+mod schema;
+mod writer;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+
+use tokio::sync::{mpsc, oneshot};
+
+use super::{
+    BinEntry, NewCapture, PendingCapture, ReapProgress, ScanBudget, SearchPage, StoreConfig,
+    StoreError,
+};
+use crate::events::EventHub;
+use crate::model::{Bin, RequestSummary, StoredRequest};
+use crate::response::ResponseSpec;
+
+pub use schema::{SCHEMA_SQL, SCHEMA_VERSION};
+
+/// The SQLite engine behind [`super::Store`].
+#[derive(Debug)]
+pub struct SqliteStore {
+    writes: mpsc::Sender<writer::Op>,
+    write_capacity: usize,
+    reads: read::ReadPool,
+    bins: RwLock<HashMap<String, BinEntry>>,
+    path: PathBuf,
+    /// Bytes of the database in use, updated by the writer after every batch.
+    used_bytes: Arc<AtomicU64>,
+}
+
+/// The background threads of a [`SqliteStore`]: the writer, and the checkpointer beside it.
+#[derive(Debug)]
+pub struct WriterThread {
+    writer: std::thread::JoinHandle<()>,
+    checkpointer: std::thread::JoinHandle<()>,
+    stop_checkpoints: std::sync::mpsc::Sender<()>,
+}
+
+impl WriterThread {
+    /// Waits until every queued write has been committed, the WAL folded into the database file,
+    /// and both threads have exited. Call after dropping every `Store` handle, or this waits
+    /// forever.
+    pub fn join(self) {
+        drop(self.stop_checkpoints);
+        if self.checkpointer.join().is_err() {
+            tracing::error!("the checkpoint thread panicked");
+        }
+        if self.writer.join().is_err() {
+            tracing::error!("the database writer thread panicked");
+        }
+    }
+}
+
+impl SqliteStore {
+    /// Opens the database (creating it from `schema.sql` if new), starts the writer thread and
+    /// loads the live bins. `now` is the current unix time in ms.
+    pub fn open(
+        path: &Path,
+        config: &StoreConfig,
+        events: Arc<EventHub>,
+        now: i64,
+    ) -> Result<(SqliteStore, WriterThread), StoreError> {
+        let conn = schema::open_writer(path, config.synchronous)?;
+        let bins = read::live_bins(&conn, now)?;
+        let used_bytes = Arc::new(AtomicU64::new(writer::live_bytes(&conn)?));
+        let writer_used = used_bytes.clone();
+        let reads = read::ReadPool::new(path, config.read_connections)?;
+        let (tx, rx) = mpsc::channel(config.write_queue);
+        let spawn_failed = |e: std::io::Error| StoreError::Open {
+            path: path.display().to_string(),
+            reason: format!("cannot start a database thread: {e}"),
+        };
+        let wal = Arc::new(checkpoint::WalSize::default());
+        let checkpoint_conn = checkpoint::open(path)?;
+        let (stop_checkpoints, stop) = std::sync::mpsc::channel();
+        let checkpoint_wal = wal.clone();
+        let checkpointer = std::thread::Builder::new()
+            .name("hookbin-checkpoint".into())
+            .spawn(move || checkpoint::run(checkpoint_conn, stop, checkpoint_wal))
+            .map_err(spawn_failed)?;
+        let writer = std::thread::Builder::new()
+            .name("hookbin-writer".into())
+            .spawn(move || writer::run(conn, rx, events, wal, writer_used))
+            .map_err(spawn_failed)?;
+        let store = SqliteStore {
+            writes: tx,
+            write_capacity: config.write_queue,
+            reads,
+            bins: RwLock::new(bins),
+            path: path.to_owned(),
+            used_bytes,
+        };
+        let threads = WriterThread {
+            writer,
+            checkpointer,
+            stop_checkpoints,
+        };
+        Ok((store, threads))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Bytes of the database in use (pages holding data; free pages left by deletes are not
+    /// counted, new rows reuse them), as of the last committed batch.
+    pub fn used_bytes(&self) -> u64 {
+        self.used_bytes.load(Ordering::Relaxed)
+    }
+
+    /// Writes waiting for the writer thread right now.
+    pub fn queue_depth(&self) -> usize {
+        self.write_capacity - self.writes.capacity()
+    }
+
+    /// The live bin `id`, from memory. Expired bins count as absent.
+    pub fn bin_entry(&self, id: &str, now: i64) -> Option<BinEntry> {
+        let bins = self.bins.read().unwrap_or_else(|e| e.into_inner());
+        bins.get(id).filter(|b| b.expires_at > now).cloned()
+    }
+
+    /// Number of live bins known in memory (expired but not yet reaped ones included).
+    pub fn bin_count(&self) -> usize {
+        self.bins.read().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    fn remember_bin(&self, id: &str, entry: BinEntry) {
+        let mut bins = self.bins.write().unwrap_or_else(|e| e.into_inner());
+        bins.insert(id.to_owned(), entry);
+    }
+
+    fn forget_bins<'a>(&self, ids: impl IntoIterator<Item = &'a String>) {
+        let mut bins = self.bins.write().unwrap_or_else(|e| e.into_inner());
+        for id in ids {
+            bins.remove(id);
+        }
+    }
+
+    /// Queues `op` (waiting for room) and awaits the writer's reply.
+    async fn write<T>(
+        &self,
+        command: impl FnOnce(writer::Reply<T>) -> writer::Command,
+    ) -> Result<T, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        self.writes
+            .send(writer::Op::Other(command(reply)))
+            .await
+            .map_err(|_| StoreError::Closed)?;
+        answer.await.map_err(|_| StoreError::Closed)?
+    }
+
+    pub async fn create_bin(
+        &self,
+        bin: Bin,
+        response: Option<Arc<ResponseSpec>>,
+    ) -> Result<(), StoreError> {
+        let entry = BinEntry {
+            expires_at: bin.expires_at,
+            response,
+            view_token_hash: bin.view_token_hash,
+        };
+        let id = bin.id.clone();
+        self.write(|reply| writer::Command::CreateBin(bin, reply))
+            .await?;
+        self.remember_bin(&id, entry);
+        Ok(())
+    }
+
+    /// The bin with its current request count, or `None` if absent or expired.
+    pub async fn get_bin(&self, id: &str, now: i64) -> Result<Option<Bin>, StoreError> {
+        if self.bin_entry(id, now).is_none() {
+            return Ok(None);
+        }
+        let id = id.to_owned();
+        self.reads.run(move |c| read::bin(c, &id, now)).await
+    }
+
+    /// Deletes the bin and (cascade) its requests. `false` if there was no such bin.
+    pub async fn delete_bin(&self, id: &str) -> Result<bool, StoreError> {
+        // Forget first: from now on captures to this bin answer 404.
+        let id = id.to_owned();
+        self.forget_bins([&id]);
+        self.write(|reply| writer::Command::DeleteBin(id, reply))
+            .await
+    }
+
+    /// Sets (or with `None` clears) the bin's custom response; the updated bin, or `None`.
+    pub async fn set_response(
+        &self,
+        id: &str,
+        response: Option<Arc<ResponseSpec>>,
+        now: i64,
+    ) -> Result<Option<Bin>, StoreError> {
+        let json = response.as_deref().map(ResponseSpec::to_json);
+        let owned = id.to_owned();
+        let bin = self
+            .write(|reply| writer::Command::SetResponse {
+                id: owned,
+                response: json,
+                now,
+                reply,
+            })
+            .await?;
+        if let Some(bin) = &bin {
+            self.remember_bin(
+                id,
+                BinEntry {
+                    expires_at: bin.expires_at,
+                    response,
+                    view_token_hash: bin.view_token_hash,
+                },
+            );
+        }
+        Ok(bin)
+    }
+
+    /// Queues a capture without waiting for room (see [`super::Store::try_capture`]).
+    pub fn try_capture(&self, capture: Box<NewCapture>) -> Result<PendingCapture, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        let op = writer::Op::Capture { capture, reply };
+        self.writes.try_send(op).map_err(|e| match e {
+            mpsc::error::TrySendError::Full(_) => StoreError::QueueFull,
+            mpsc::error::TrySendError::Closed(_) => StoreError::Closed,
+        })?;
+        Ok(PendingCapture(answer))
+    }
+
+    /// Summaries newest first, older than `before` when given; `limit + 1` are fetched so the
+    /// caller knows whether there is a next page.
+    pub async fn list_requests(
+        &self,
+        bin: &str,
+        before: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<RequestSummary>, StoreError> {
+        let bin = bin.to_owned();
+        self.reads
+            .run(move |c| read::summaries_before(c, &bin, before.unwrap_or(i64::MAX), limit))
+            .await
+    }
+
+    /// One page of a search: the summaries of requests older than `before` (newest first) that
+    /// `keep` accepts, at most `limit`, scanning within `budget`; see [`SearchPage`]. `with_body`:
+    /// whether `keep` looks at bodies (they are not read otherwise). `keep` runs on a blocking
+    /// thread of the read pool.
+    pub async fn search_requests<F>(
+        &self,
+        bin: &str,
+        before: Option<i64>,
+        limit: usize,
+        with_body: bool,
+        budget: ScanBudget,
+        keep: F,
+    ) -> Result<SearchPage, StoreError>
+    where
+        F: Fn(&StoredRequest) -> bool + Send + 'static,
+    {
+        let bin = bin.to_owned();
+        let before = before.unwrap_or(i64::MAX);
+        self.reads
+            .run(move |c| read::search_before(c, &bin, before, limit, with_body, budget, &keep))
+            .await
+    }
+
+    /// Summaries with an id above `after`, oldest first (event-stream replay).
+    pub async fn requests_after(
+        &self,
+        bin: &str,
+        after: i64,
+        limit: usize,
+    ) -> Result<Vec<RequestSummary>, StoreError> {
+        let bin = bin.to_owned();
+        self.reads
+            .run(move |c| read::summaries_after(c, &bin, after, limit))
+            .await
+    }
+
+    pub async fn get_request(
+        &self,
+        bin: &str,
+        id: i64,
+    ) -> Result<Option<StoredRequest>, StoreError> {
+        let bin = bin.to_owned();
+        self.reads.run(move |c| read::request(c, &bin, id)).await
+    }
+
+    /// The highest request id of the bin so far, `0` when it has none.
+    pub async fn last_request_id(&self, bin: &str) -> Result<i64, StoreError> {
+        let bin = bin.to_owned();
+        self.reads
+            .run(move |c| read::last_request_id(c, &bin))
+            .await
+    }
+
+    /// Requests with `after < id <= upto`, oldest first, in pages bounded by rows and by body
+    /// bytes (the row that crosses `max_bytes` is the last): export streams a bin page by page.
+    pub async fn requests_page(
+        &self,
+        bin: &str,
+        after: i64,
+        upto: i64,
+        max_rows: usize,
+        max_bytes: usize,
+    ) -> Result<Vec<StoredRequest>, StoreError> {
+        let bin = bin.to_owned();
+        self.reads
+            .run(move |c| read::requests_page(c, &bin, after, upto, max_rows, max_bytes))
+            .await
+    }
+
+    /// `false` if the bin had no such request.
+    pub async fn delete_request(&self, bin: &str, id: i64) -> Result<bool, StoreError> {
+        let bin = bin.to_owned();
+        self.write(|reply| writer::Command::DeleteRequest { bin, id, reply })
+            .await
+    }
+
+    pub async fn clear_requests(&self, bin: &str) -> Result<(), StoreError> {
+        let bin = bin.to_owned();
+        self.write(|reply| writer::Command::ClearRequests { bin, reply })
+            .await
+    }
+
+    /// Deletes up to `budget` requests of bins expired at `now`, and the bins emptied that way.
+    pub async fn reap_step(&self, now: i64, budget: usize) -> Result<ReapProgress, StoreError> {
+        let progress = self
+            .write(|reply| writer::Command::Reap { now, budget, reply })
+            .await?;
+        self.forget_bins(&progress.bins_deleted);
+        Ok(progress)
+    }
+
+    /// Whether the database answers a query (health check).
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        self.reads
+            .run(|c| c.query_row("SELECT 1", [], |_| Ok(())))
+            .await
+    }
+}
