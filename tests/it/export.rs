@@ -179,9 +179,13 @@ fn large_bins_are_streamed_complete_and_in_order() {
     );
     eprintln!("export of a 24 MiB bin grew the server's peak RSS by {grown_mib} MiB");
     // Built in memory, the document alone (~32 MiB) plus the rows (24 MiB) would be ~56 MiB;
-    // streamed, it is a page of rows (4 MiB) and a few rendered entries (about 17 MiB measured).
+    // streamed, it is a page of rows (4 MiB) and a few rendered entries (about 17 MiB measured
+    // on SQLite). On PostgreSQL the driver holds a page's rows as received while they are
+    // converted, so a page costs about twice: 30 to 35 MiB measured on a loaded machine, still
+    // far from the ~56 MiB of a document built in memory.
+    let limit = if crate::pg::postgres() { 45 } else { 32 };
     assert!(
-        grown_mib < 32,
+        grown_mib < limit,
         "peak RSS grew by {grown_mib} MiB for a ~32 MiB document: not streamed?"
     );
 }
