@@ -226,15 +226,15 @@ pub fn curl(data: &[u8]) {
     let words =
         shell_words::split(&command).unwrap_or_else(|e| panic!("not shell words ({e}): {command}"));
 
-    // `printf '%b' BODY | curl ...` or `curl ...`.
+    // `printf '%b' BODY | curl ...` or `curl ...`. The pipe is told by the first word, not by
+    // looking for a `|` word: a quoted argument may be `|` too (`|` is a valid method token).
     let sends_body = wire::sends_body(&req.headers, &req.body);
-    let (piped, args) = match words.iter().position(|w| w == "|") {
-        Some(bar) => {
-            assert_eq!(words[..2], ["printf", "%b"], "{command}");
-            assert_eq!(bar, 3, "{command}");
-            (Some(printf_b(&words[2])), &words[bar + 1..])
-        }
-        None => (None, &words[..]),
+    let (piped, args) = if words[0] == "printf" {
+        assert_eq!(words[1], "%b", "{command}");
+        assert_eq!(words[3], "|", "{command}");
+        (Some(printf_b(&words[2])), &words[4..])
+    } else {
+        (None, &words[..])
     };
     assert_eq!(args[0], "curl", "{command}");
     let mut method = None;
