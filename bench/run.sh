@@ -43,6 +43,7 @@ REAP_TTL=${BENCH_REAP_TTL:-auto}         # seconds the reaped bins live; auto = 
 REAP_SLICE=${BENCH_REAP_SLICE:-2}        # seconds per wrk slice during the reap window
 REAP_LEAD=${BENCH_REAP_LEAD:-2}          # seconds of load before the bins expire
 REAP_MAX_SLICES=${BENCH_REAP_MAX_SLICES:-20}
+REAP_BASE_SLICES=${BENCH_REAP_BASE_SLICES:-3}  # slices of the same load before the expiry, no reap
 WRK_TIMEOUT=${BENCH_WRK_TIMEOUT:-30s}    # wrk drops latencies above its timeout from the histogram
 SKIP_BUILD=${BENCH_SKIP_BUILD:-0}
 STRICT=${BENCH_STRICT:-0}                # 1: exit 1 when a goal FAILs (a MISMATCH always exits 1)
@@ -191,6 +192,29 @@ start_hookbin() { # NAME EXTRA_FLAGS...
 }
 
 rss_now_kb() { awk '/^VmHWM:/ {print $2}' "/proc/${PID[$1]}/status" 2>/dev/null || say 0; }
+
+# Where a server's time and bytes go, from the kernel's counters for its process (every thread):
+# "CPU_TICKS WRITE_BYTES WCHAR". CPU = utime + stime in clock ticks; write_bytes = bytes of page
+# cache the process dirtied (what will reach the disk; a page dirtied again before writeback is
+# counted once), less those cancelled by a truncate; wchar = bytes handed to write() and pwrite().
+CLK_TCK=$(getconf CLK_TCK)
+proc_counters() {
+    local pid=${PID[$1]}
+    # The command name (field 2) may hold spaces; fields are counted after its closing ')'.
+    local cpu
+    cpu=$(sed 's/^.*) //' "/proc/$pid/stat" 2>/dev/null | awk '{ print $12 + $13 }') || cpu=0
+    awk -v cpu="${cpu:-0}" '$1 == "wchar:" { wc = $2 } $1 == "write_bytes:" { wb = $2 }
+        $1 == "cancelled_write_bytes:" { cb = $2 } END { printf "%d %d %d\n", cpu, wb - cb, wc }' \
+        "/proc/$pid/io" 2>/dev/null || say "0 0 0"
+}
+# Per-capture figures between two proc_counters snapshots: "CPU_US DISK_BYTES WRITE_BYTES".
+per_capture() { # BEFORE AFTER CAPTURES
+    awk -v a="$1" -v b="$2" -v n="$3" -v hz="$CLK_TCK" 'BEGIN { split(a, x, " "); split(b, y, " ");
+        if (n <= 0) { print "nan nan nan"; exit }
+        printf "%.1f %.0f %.0f\n", (y[1] - x[1]) * 1e6 / hz / n, (y[2] - x[2]) / n, (y[3] - x[3]) / n }'
+}
+# Bytes of a SQLite database and its WAL.
+db_bytes() { local f=$1 n=0; for x in "$f" "$f-wal"; do [[ -f $x ]] && n=$((n + $(stat -c %s "$x"))); done; say "$n"; }
 
 # ---------------------------------------------------------------------------------------------
 # hookbin API helpers (flat JSON fields only, so no jq needed)
@@ -397,7 +421,8 @@ if has "$SECTIONS" throughput; then
             bare) start_server bare "$BARE_BIN" --listen 127.0.0.1:0 ;;
             sqlite) start_server sqlite "$SQLITE_BIN" --listen 127.0.0.1:0 --db "$WORK/sqlite.db" ;;
             hookbin) start_hookbin hookbin ;;
-            hookbin-bigcap) start_hookbin hookbin-bigcap --max-requests-per-bin "$BIG_CAP" ;;
+            # --max-bin-bytes too: its default (100 MiB) would evict after ~90k captures.
+            hookbin-bigcap) start_hookbin hookbin-bigcap --max-requests-per-bin "$BIG_CAP" --max-bin-bytes "$((1 << 50))" ;;
             pg) url=$(make_pgdb pg); PG_DBS+=("${url##*/}")
                 start_server pg "$PG_BIN" --listen 127.0.0.1:0 --db "$url" ;;
             hookbin-pg) url=$(make_pgdb hookbin-pg); PG_DBS+=("${url##*/}")
@@ -417,27 +442,37 @@ if has "$SECTIONS" throughput; then
         for s in $SERVERS; do run_wrk "$s" "$s-warmup" "$WARMUP" "${URL[$s]}"; done
     fi
 
-    declare -A R_RPS=() R_P50=() R_P99=()
+    declare -A R_RPS=() R_P50=() R_P99=() R_CPU=() R_DISK=() R_WRITE=()
     say ""
-    printf '%-15s %5s %12s %9s %9s %9s %8s\n' server round "req/s" "p50 ms" "p99 ms" "max ms" non2xx
+    say "per 2xx answer, from the server process's counters over the round (all its threads):"
+    say "  cpu us = utime + stime; disk B = page-cache bytes it dirtied (what goes to disk);"
+    say "  write B = bytes it passed to write() (WAL frames, checkpoint copies)"
+    printf '%-15s %5s %12s %9s %9s %9s %8s %8s %8s %8s\n' server round "req/s" "p50 ms" "p99 ms" "max ms" non2xx \
+        "cpu us" "disk B" "write B"
     for ((r = 1; r <= ROUNDS; r++)); do
         for s in $SERVERS; do
             # The previous server's round left up to gigabytes of dirty pages; flushed during
             # this round, they would tax whichever server comes next in the order.
             sync
+            before=$(proc_counters "$s")
             run_wrk "$s" "$s-r$r" "$DURATION" "${URL[$s]}"
+            read -r cpu disk write <<<"$(per_capture "$before" "$(proc_counters "$s")" "$(field ok2xx "$LAST")")"
             R_RPS[$s]+="$(field rps "$LAST") "
             R_P50[$s]+="$(ms "$(field p50_us "$LAST")") "
             R_P99[$s]+="$(ms "$(field p99_us "$LAST")") "
-            printf '%-15s %5s %12s %9s %9s %9s %8s\n' "$s" "$r" "$(field rps "$LAST")" \
+            R_CPU[$s]+="$cpu "
+            R_DISK[$s]+="$disk "
+            R_WRITE[$s]+="$write "
+            printf '%-15s %5s %12s %9s %9s %9s %8s %8s %8s %8s\n' "$s" "$r" "$(field rps "$LAST")" \
                 "$(ms "$(field p50_us "$LAST")")" "$(ms "$(field p99_us "$LAST")")" \
-                "$(ms "$(field max_us "$LAST")")" "$(field non2xx "$LAST")"
+                "$(ms "$(field max_us "$LAST")")" "$(field non2xx "$LAST")" "$cpu" "$disk" "$write"
         done
     done
 
     say ""
     say "medians over $ROUNDS rounds:"
-    MEDIANS=("$(printf '%-15s %12s %9s %9s %12s %11s %10s' server "req/s" "p50 ms" "p99 ms" "worst p99" "peak RSS" "errors")")
+    MEDIANS=("$(printf '%-15s %12s %9s %9s %12s %11s %10s %8s %8s %8s %10s' server "req/s" "p50 ms" "p99 ms" "worst p99" \
+        "peak RSS" "errors" "cpu us" "disk B" "write B" "db+wal MiB")")
     say "${MEDIANS[0]}"
     declare -A M_RPS=() M_P99=() W_P99=()
     for s in $SERVERS; do
@@ -449,9 +484,14 @@ if has "$SECTIONS" throughput; then
         W_P99[$s]=$(maxof ${R_P99[$s]})
         RSS_KB[$s]=$(rss_now_kb "$s")
         # shellcheck disable=SC2086
-        line=$(printf '%-15s %12s %9s %9s %12s %7s MiB %10s' "$s" "${M_RPS[$s]}" "$(median ${R_P50[$s]})" \
+        case $s in
+            sqlite|hookbin|hookbin-bigcap) dbm=$(awk -v b="$(db_bytes "$WORK/$s.db")" 'BEGIN { printf "%.1f", b / 1048576 }') ;;
+            *) dbm=- ;;
+        esac
+        # shellcheck disable=SC2086
+        line=$(printf '%-15s %12s %9s %9s %12s %7s MiB %10s %8s %8s %8s %10s' "$s" "${M_RPS[$s]}" "$(median ${R_P50[$s]})" \
             "${M_P99[$s]}" "${W_P99[$s]}" "$(awk -v k="${RSS_KB[$s]}" 'BEGIN { printf "%.1f", k / 1024 }')" \
-            "${TOT_ERR[$s]:-0}")
+            "${TOT_ERR[$s]:-0}" "$(median ${R_CPU[$s]})" "$(median ${R_DISK[$s]})" "$(median ${R_WRITE[$s]})" "$dbm")
         say "$line"
         MEDIANS+=("$line")
     done
@@ -467,6 +507,15 @@ if has "$SECTIONS" throughput; then
             per_round=""
             for i in "${!h_rps[@]}"; do per_round+=" $(ratio "${h_rps[$i]}" "${c_rps[$i]}")"; done
             line="$h / $c (median req/s): $(ratio "${M_RPS[$h]}" "${M_RPS[$c]}")   per round:$per_round"
+            say "$line"
+            MEDIANS+=("$line")
+            [[ $c == bare ]] && continue
+            # shellcheck disable=SC2086
+            line="$h / $c per 2xx (medians): cpu $(ratio "$(median ${R_CPU[$h]})" "$(median ${R_CPU[$c]})")x"
+            # shellcheck disable=SC2086
+            line+="  disk bytes $(ratio "$(median ${R_DISK[$h]})" "$(median ${R_DISK[$c]})")x"
+            # shellcheck disable=SC2086
+            line+="  write() bytes $(ratio "$(median ${R_WRITE[$h]})" "$(median ${R_WRITE[$c]})")x"
             say "$line"
             MEDIANS+=("$line")
         done
@@ -588,9 +637,10 @@ if has "$SECTIONS" reap; then
     if [[ $REAP_TTL == auto ]]; then
         # Long enough to fill every bin at the measured rate (x2, +20 s); 120 s without a measurement.
         if [[ -n $RPS_HOOKBIN_MEDIAN ]]; then
-            REAP_TTL=$(awk -v n="$total" -v r="$RPS_HOOKBIN_MEDIAN" 'BEGIN { printf "%d", n / r * 2 + 20 }')
+            REAP_TTL=$(awk -v n="$total" -v r="$RPS_HOOKBIN_MEDIAN" -v b="$((REAP_BASE_SLICES * REAP_SLICE))" \
+                'BEGIN { printf "%d", n / r * 2 + 20 + b }')
         else
-            REAP_TTL=120
+            REAP_TTL=$((120 + REAP_BASE_SLICES * REAP_SLICE))
             say "(no throughput measured in this run: the reaped bins live ${REAP_TTL} s; BENCH_REAP_TTL overrides)"
         fi
     fi
@@ -636,7 +686,29 @@ if has "$SECTIONS" reap; then
     load=$(create_bin "$addr")
     read -r reaped0 rname <<<"$(metric_sum "$addr" "${REAPED_BIN_METRICS[@]}")" || true
     read -r rreq0 rreqname <<<"$(metric_sum "$addr" "${REAPED_REQ_METRICS[@]}")" || true
-    wait_s=$(awk -v e="$expiry" -v l="$REAP_LEAD" -v n="$(date +%s.%N)" 'BEGIN { w = e - l - n; printf "%.2f", (w > 0 ? w : 0) }')
+    # The same load on the same server and database before anything expires: the p99 that the
+    # reap's slices are judged against. It ends at least 1 s before the reap window opens.
+    secs_left() { awk -v e="$expiry" -v l="$REAP_LEAD" -v n="$(date +%s.%N)" 'BEGIN { w = e - l - n; printf "%.2f", (w > 0 ? w : 0) }'; }
+    say ""
+    say "the same load before any bin expires (no reap), ${REAP_SLICE} s slices:"
+    printf '%8s %10s %9s %9s %9s %9s\n' t "req/s" "p50 ms" "p99 ms" "p99.9 ms" "max ms"
+    base_p99=()
+    for ((i = 1; i <= REAP_BASE_SLICES; i++)); do
+        lt "$(secs_left)" "$((REAP_SLICE + 1))" && break
+        t=$(awk -v e="$expiry" -v n="$(date +%s.%N)" 'BEGIN { printf "%+.1f", n - e }')
+        run_wrk hookbin-reap "reap-base-$i" "${REAP_SLICE}s" "http://$addr/r/$load"
+        base_p99+=("$(ms "$(field p99_us "$LAST")")")
+        printf '%8s %10s %9s %9s %9s %9s\n' "$t" "$(field rps "$LAST")" "$(ms "$(field p50_us "$LAST")")" \
+            "${base_p99[-1]}" "$(ms "$(field p999_us "$LAST")")" "$(ms "$(field max_us "$LAST")")"
+    done
+    if ((${#base_p99[@]} > 0)); then
+        base=$(median "${base_p99[@]}")
+        say "no-reap p99: median $base ms, worst $(maxof "${base_p99[@]}") ms over ${#base_p99[@]} slices"
+    else
+        base=""
+        say "no time left for no-reap slices before the expiry: raise BENCH_REAP_TTL (now $REAP_TTL)"
+    fi
+    wait_s=$(secs_left)
     say "waiting ${wait_s} s until $REAP_LEAD s before the first old bin expires"
     sleep "$wait_s"
 
@@ -694,6 +766,14 @@ if has "$SECTIONS" reap; then
     if ((gone == REAP_BINS)) && lt "$worst" 50; then v=PASS; else v=FAIL; fi
     [[ -n ${rname:-} ]] && ((done_after < 0)) && v=FAIL
     goal $v "capture p99 < 50 ms while reaping $total requests: worst ${REAP_SLICE} s slice p99 $worst ms (max latency $(maxof "${slice_max[@]}") ms)"
+    if [[ -n $base ]]; then
+        rr=$(ratio "$worst" "$base")
+        if ((gone == REAP_BINS)) && ! lt 2 "$rr"; then v=PASS; else v=FAIL; fi
+        [[ -n ${rname:-} ]] && ((done_after < 0)) && v=FAIL
+        goal $v "capture p99 while reaping <= 2x the same load's without a reap: ${rr}x (worst slice $worst ms / no-reap median $base ms)"
+    else
+        goal FAIL "capture p99 while reaping <= 2x the same load's without a reap: no no-reap slices measured"
+    fi
 fi
 
 # ---------------------------------------------------------------------------------------------
