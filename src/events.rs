@@ -160,10 +160,16 @@ mod tests {
             summary("a", 9),
         ]);
         let got = a.try_recv().unwrap();
-        assert_eq!(ids(&got), [("a".into(), 7), ("a".into(), 8), ("a".into(), 9)]);
+        assert_eq!(
+            ids(&got),
+            [("a".into(), 7), ("a".into(), 8), ("a".into(), 9)]
+        );
         assert_eq!((got.first_id(), got.last_id()), (7, 9));
         assert!(a.try_recv().is_err(), "one event for the whole commit");
-        assert_eq!(ids(&b.try_recv().unwrap()), [("b".into(), 1), ("b".into(), 2)]);
+        assert_eq!(
+            ids(&b.try_recv().unwrap()),
+            [("b".into(), 1), ("b".into(), 2)]
+        );
         // Nobody watches "c": nothing was kept for it.
         assert!(!hub.is_watched("c"));
         assert!(!hub.channels.lock().unwrap().contains_key("c"));

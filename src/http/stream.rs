@@ -253,7 +253,9 @@ async fn feed(
                 Err(broadcast::error::TryRecvError::Lagged(n)) => {
                     Err(broadcast::error::RecvError::Lagged(n))
                 }
-                Err(broadcast::error::TryRecvError::Closed) => Err(broadcast::error::RecvError::Closed),
+                Err(broadcast::error::TryRecvError::Closed) => {
+                    Err(broadcast::error::RecvError::Closed)
+                }
                 Err(broadcast::error::TryRecvError::Empty) => break,
             };
         }

@@ -280,7 +280,10 @@ fn publish(events: &EventHub, batch: &[Op], outcomes: &Outcomes) {
     let mut fresh = Vec::new();
     for (op, outcome) in batch.iter().zip(outcomes) {
         match (op, outcome) {
-            (Op::Capture { capture, .. }, Ok(Outcome::Capture(CaptureOutcome::Stored { id, .. }))) => {
+            (
+                Op::Capture { capture, .. },
+                Ok(Outcome::Capture(CaptureOutcome::Stored { id, .. })),
+            ) => {
                 let request = &capture.request;
                 // Building a summary costs allocations; only do it when a stream listens.
                 if events.is_watched(&request.bin_id) {

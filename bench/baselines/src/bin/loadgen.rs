@@ -65,7 +65,9 @@ fn opt_str(args: &[String], name: &str) -> Option<String> {
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let Some(mode) = args.first().cloned() else { usage() };
+    let Some(mode) = args.first().cloned() else {
+        usage()
+    };
     // Two workers, like the servers under test: the load generator shares the same 2 cores.
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(opt(&args, "--workers", 2))
@@ -250,7 +252,10 @@ async fn run_load(load: &Load, bins: Arc<Bins>, mut sample: Sampler) -> (Tally, 
         tokio::time::sleep_until(tick.into()).await;
         let t = std::mem::take(&mut *shared.interval.lock().unwrap());
         sample.row(tick - start, load.interval, t);
-        if let Some(w) = load.window.filter(|w| tick + Duration::from_millis(1) >= window_start + *w) {
+        if let Some(w) = load
+            .window
+            .filter(|w| tick + Duration::from_millis(1) >= window_start + *w)
+        {
             let mut t = std::mem::take(&mut *shared.window.lock().unwrap());
             let line = summary_line(&mut t, tick - window_start, 0);
             let from = (window_start - start).as_secs_f64();
@@ -280,7 +285,8 @@ async fn sender(c: usize, load: &Load, start: Instant, shared: &Shared, bins: &B
     } else {
         None
     };
-    let mut due = start + period.map_or(Duration::ZERO, |p| p.mul_f64(c as f64 / load.conns as f64));
+    let mut due =
+        start + period.map_or(Duration::ZERO, |p| p.mul_f64(c as f64 / load.conns as f64));
     let mut conn: Option<Conn> = None;
     while !shared.stop.load(Ordering::Relaxed) {
         // Latency runs from the scheduled time when the schedule is behind (the server made it
@@ -306,7 +312,10 @@ async fn sender(c: usize, load: &Load, start: Instant, shared: &Shared, bins: &B
         }
         shared.sent.fetch_add(1, Ordering::Relaxed);
         let status = match conn.as_mut() {
-            Some(k) => k.roundtrip(&capture_request(load.addr, &bin, body)).await.ok(),
+            Some(k) => k
+                .roundtrip(&capture_request(load.addr, &bin, body))
+                .await
+                .ok(),
             None => None,
         };
         if status.is_none() {
@@ -601,16 +610,19 @@ async fn viewers_main(args: &[String]) -> i32 {
         });
     }
     // Every stream open (its first comment received) before the first capture.
-    let all_open = tokio::time::timeout(
-        Duration::from_secs(30),
-        opened.acquire_many(streams as u32),
-    )
-    .await;
+    let all_open =
+        tokio::time::timeout(Duration::from_secs(30), opened.acquire_many(streams as u32)).await;
     if all_open.is_err() {
         eprintln!("loadgen: not every stream opened within 30 s");
     }
-    let failed_open = tallies.iter().filter(|t| t.failed.load(Ordering::Relaxed)).count();
-    eprintln!("loadgen: {} streams open ({failed_open} failed)", streams - failed_open);
+    let failed_open = tallies
+        .iter()
+        .filter(|t| t.failed.load(Ordering::Relaxed))
+        .count();
+    eprintln!(
+        "loadgen: {} streams open ({failed_open} failed)",
+        streams - failed_open
+    );
 
     let (mut total, elapsed) = run_load(&load, Bins::fixed(&bin), sampler).await;
     let sent = total.ok + total.non2xx + total.errors;
@@ -622,14 +634,19 @@ async fn viewers_main(args: &[String]) -> i32 {
     let behind = || {
         tallies
             .iter()
-            .filter(|t| !t.failed.load(Ordering::Relaxed) && t.last_id.load(Ordering::Relaxed) < want)
+            .filter(|t| {
+                !t.failed.load(Ordering::Relaxed) && t.last_id.load(Ordering::Relaxed) < want
+            })
             .count()
     };
     while behind() > 0 && Instant::now() < caught_up {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let waited = (Instant::now() + catch_up).saturating_duration_since(caught_up);
-    let events: Vec<u64> = tallies.iter().map(|t| t.events.load(Ordering::Relaxed)).collect();
+    let events: Vec<u64> = tallies
+        .iter()
+        .map(|t| t.events.load(Ordering::Relaxed))
+        .collect();
     let complete = tallies
         .iter()
         .filter(|t| {
@@ -642,8 +659,14 @@ async fn viewers_main(args: &[String]) -> i32 {
     println!(
         "STREAMS streams={streams} complete={complete} failed={} out_of_order={} expected_events={want} \
          min_events={} max_events={} catch_up_ms={}",
-        tallies.iter().filter(|t| t.failed.load(Ordering::Relaxed)).count(),
-        tallies.iter().map(|t| t.out_of_order.load(Ordering::Relaxed)).sum::<u64>(),
+        tallies
+            .iter()
+            .filter(|t| t.failed.load(Ordering::Relaxed))
+            .count(),
+        tallies
+            .iter()
+            .map(|t| t.out_of_order.load(Ordering::Relaxed))
+            .sum::<u64>(),
         events.iter().min().copied().unwrap_or(0),
         events.iter().max().copied().unwrap_or(0),
         waited.as_millis()
@@ -660,7 +683,9 @@ async fn watch(
     opened: &tokio::sync::Semaphore,
 ) -> std::io::Result<()> {
     let mut conn = Conn::open(addr, Some(from)).await?;
-    let req = format!("GET /api/bins/{bin}/stream HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\n\r\n");
+    let req = format!(
+        "GET /api/bins/{bin}/stream HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\n\r\n"
+    );
     conn.stream.write_all(req.as_bytes()).await?;
     let (head_len, status) = conn.head().await?;
     if status != 200 {
@@ -723,7 +748,9 @@ impl Chunked {
                 at += 2;
                 self.in_chunk = false;
             }
-            let Some(eol) = find(&buf[at..], b"\r\n") else { break };
+            let Some(eol) = find(&buf[at..], b"\r\n") else {
+                break;
+            };
             let line = std::str::from_utf8(&buf[at..at + eol]).unwrap_or("");
             let size = usize::from_str_radix(line.split(';').next().unwrap_or("").trim(), 16)
                 .map_err(|_| std::io::Error::other(format!("bad chunk size line {line:?}")))?;
