@@ -77,9 +77,7 @@ fn publish(shared: &Shared, summaries: Vec<RequestSummary>) {
             *seen = (*seen).max(s.id.get());
         }
     }
-    for summary in summaries {
-        shared.events.publish(summary);
-    }
+    shared.events.publish(summaries);
 }
 
 /// A listening connection: the client (kept to keep the session) and its notifications.

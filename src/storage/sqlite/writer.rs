@@ -180,9 +180,7 @@ fn commit_batch(conn: &mut Connection, batch: &mut Vec<Op>, events: &EventHub, u
     }
     // Publish before answering: once a capture is acknowledged, live streams already have it,
     // so a stream opened after a 2xx never receives that older request as "new".
-    for (op, outcome) in batch.iter().zip(&outcomes) {
-        publish(events, op, outcome);
-    }
+    publish(events, batch, &outcomes);
     for (op, outcome) in batch.drain(..).zip(outcomes) {
         answer(op, outcome.map_err(StoreError::from));
     }
@@ -275,26 +273,38 @@ fn in_savepoint<T>(
     }
 }
 
-/// Tells live streams what the committed operation changed.
-fn publish(events: &EventHub, op: &Op, outcome: &Result<Outcome, rusqlite::Error>) {
-    match (op, outcome) {
-        (Op::Capture { capture, .. }, Ok(Outcome::Capture(CaptureOutcome::Stored { id, .. }))) => {
-            let request = &capture.request;
-            // Building a summary costs allocations; only do it when a stream listens.
-            if events.is_watched(&request.bin_id) {
-                let mut summary = RequestSummary::from(request);
-                summary.id = RequestId::from_row(*id);
-                events.publish(summary);
+/// Tells live streams what the committed batch changed: its captures, as one event per bin,
+/// and the bins it deleted (after the captures before the delete, so that order is kept).
+fn publish(events: &EventHub, batch: &[Op], outcomes: &Outcomes) {
+    let mut fresh = Vec::new();
+    for (op, outcome) in batch.iter().zip(outcomes) {
+        match (op, outcome) {
+            (
+                Op::Capture { capture, .. },
+                Ok(Outcome::Capture(CaptureOutcome::Stored { id, .. })),
+            ) => {
+                let request = &capture.request;
+                // Building a summary costs allocations; only do it when a stream listens.
+                if events.is_watched(&request.bin_id) {
+                    let mut summary = RequestSummary::from(request);
+                    summary.id = RequestId::from_row(*id);
+                    fresh.push(summary);
+                }
             }
-        }
-        (Op::Other(Command::DeleteBin(bin, _)), Ok(_)) => events.close(bin),
-        (Op::Other(Command::Reap { .. }), Ok(Outcome::Command(Answer::Reap(progress)))) => {
-            for bin in &progress.bins_deleted {
+            (Op::Other(Command::DeleteBin(bin, _)), Ok(_)) => {
+                events.publish(std::mem::take(&mut fresh));
                 events.close(bin);
             }
+            (Op::Other(Command::Reap { .. }), Ok(Outcome::Command(Answer::Reap(progress)))) => {
+                events.publish(std::mem::take(&mut fresh));
+                for bin in &progress.bins_deleted {
+                    events.close(bin);
+                }
+            }
+            _ => {}
         }
-        _ => {}
     }
+    events.publish(fresh);
 }
 
 /// Sends the caller its operation's result.

@@ -1,0 +1,200 @@
+# Shared helpers for bench/growth.sh, bench/soak.sh and bench/viewers.sh (sourced, not run).
+# bench/run.sh keeps its own copies of the few it shares with these.
+#
+# Every script: unsets HOOKBIN_* and RUST_LOG (hookbin runs with its defaults plus the flags the
+# script names), starts servers on 127.0.0.1 port 0 only, stops everything it started on exit,
+# and keeps its temp dir when BENCH_KEEP=1 or when it fails.
+#
+# Common variables:
+#   BENCH_HOOKBIN     binary to measure (default: target/dist/hookbin, built unless BENCH_SKIP_BUILD=1)
+#   BENCH_SKIP_BUILD  1: build nothing (the load generator must already be built)
+#   BENCH_KEEP        1: keep the temp dir
+#   BENCH_LOCK        a lock file (e.g. /work/wt/machine.lock on a shared machine): the measured
+#                     phases run under `flock -x` on it, fills and builds under `flock -s`
+#   BENCH_DD          1 (default): measure the disk's synced 4 KiB write speed with dd first
+
+set -euo pipefail
+
+BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+MAIN_DIR=$(cd "$BENCH_DIR/.." && pwd)
+BASE_DIR=$BENCH_DIR/baselines
+BASE_TARGET=$BASE_DIR/target
+LOADGEN=${BENCH_LOADGEN:-$BASE_TARGET/dist/loadgen}
+SKIP_BUILD=${BENCH_SKIP_BUILD:-0}
+KEEP=${BENCH_KEEP:-0}
+LOCK=${BENCH_LOCK:-}
+if [[ -n ${CARGO_TARGET_DIR:-} ]]; then
+    HOOKBIN=${BENCH_HOOKBIN:-$CARGO_TARGET_DIR/dist/hookbin}
+else
+    HOOKBIN=${BENCH_HOOKBIN:-$MAIN_DIR/target/dist/hookbin}
+fi
+
+while read -r var; do unset "$var"; done < <(compgen -e | grep '^HOOKBIN_' || true)
+unset RUST_LOG
+export NO_COLOR=1
+
+say() { printf '%s\n' "$*"; }
+hr() { say ""; say "== $* =="; }
+die() { say "bench: $*" >&2; exit 1; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "nan" }'; }
+lt() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a < b) }'; }
+ge() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a >= b) }'; }
+le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a <= b) }'; }
+field() { sed -nE "s/.* $1=([^ ]*).*/\1/p" <<<"$2"; }
+ms() { awk -v u="$1" 'BEGIN { printf "%.2f", u / 1000 }'; }
+mib() { awk -v b="$1" 'BEGIN { printf "%.1f", b / 1048576 }'; }
+
+GOALS=()
+goal() { GOALS+=("$(printf '%-4s  %s' "$1" "$2")"); }
+print_goals() { say "goals:"; local g; for g in "${GOALS[@]}"; do say "  $g"; done; }
+
+# ---------------------------------------------------------------------------------------------
+# The machine lock (BENCH_LOCK): exclusive for measuring, shared for heavy work that is not
+# measured, none while idle. A no-op without BENCH_LOCK.
+
+LOCK_FD=""
+lock() { # -x | -s
+    [[ -n $LOCK ]] || return 0
+    if [[ -z $LOCK_FD ]]; then exec {LOCK_FD}>>"$LOCK"; fi
+    flock -u "$LOCK_FD"
+    flock "$1" "$LOCK_FD"
+}
+unlock() { [[ -z $LOCK_FD ]] || flock -u "$LOCK_FD"; }
+
+# ---------------------------------------------------------------------------------------------
+# Builds
+
+build_tools() { # [NEED_HOOKBIN=1]
+    if [[ $SKIP_BUILD != 1 ]]; then
+        lock -s
+        if [[ ${1:-1} == 1 && -z ${BENCH_HOOKBIN:-} ]]; then
+            say "bench: building hookbin (cargo build --profile dist in $MAIN_DIR) ..."
+            (cd "$MAIN_DIR" && cargo build --profile dist --bin hookbin) || die "hookbin dist build failed"
+        fi
+        say "bench: building the load generator (cargo build --profile dist in $BASE_DIR) ..."
+        CARGO_TARGET_DIR=$BASE_TARGET cargo build --profile dist --manifest-path "$BASE_DIR/Cargo.toml" \
+            --bin loadgen || die "load generator build failed"
+        unlock
+    fi
+    [[ -x $LOADGEN ]] || die "missing $LOADGEN (build bench/baselines, or set BENCH_LOADGEN)"
+    [[ ${1:-1} != 1 || -x $HOOKBIN ]] || die "missing $HOOKBIN (cargo build --profile dist, or set BENCH_HOOKBIN)"
+}
+
+# ---------------------------------------------------------------------------------------------
+# Servers
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/hookbin-bench.XXXXXX")
+declare -A PID=() ADDR=() HWM_KB=()
+BG_PIDS=()
+
+stop_server() { # NAME: SIGTERM, wait up to 15 s, then SIGKILL; records VmHWM in HWM_KB
+    local name=$1 pid=${PID[$1]:-}
+    [[ -n $pid ]] || return 0
+    if kill -0 "$pid" 2>/dev/null; then
+        HWM_KB[$name]=$(awk '/^VmHWM:/ {print $2}' "/proc/$pid/status" 2>/dev/null || true)
+        kill -TERM "$pid" 2>/dev/null || true
+        local i
+        for ((i = 0; i < 150; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+        if kill -0 "$pid" 2>/dev/null; then
+            say "bench: $name did not exit within 15 s of SIGTERM; killing it"
+            kill -KILL "$pid" 2>/dev/null || true
+        fi
+    fi
+    wait "$pid" 2>/dev/null || true
+    unset "PID[$name]"
+}
+
+cleanup() {
+    local rc=$?
+    trap - EXIT INT TERM
+    local p name
+    for p in "${BG_PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+    for name in "${!PID[@]}"; do stop_server "$name"; done
+    unlock
+    if [[ $KEEP == 1 || $rc != 0 ]]; then
+        say "bench: logs and databases kept in $WORK"
+    else
+        rm -rf "$WORK"
+    fi
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+start_hookbin() { # NAME DB FLAGS...: starts it on 127.0.0.1:0, waits for "listening on http://ADDR"
+    local name=$1 db=$2; shift 2
+    local log=$WORK/$name.log
+    : >"$log"
+    "$HOOKBIN" serve --listen 127.0.0.1:0 --db "$db" "$@" >>"$log" 2>&1 &
+    PID[$name]=$!
+    local addr="" i
+    for ((i = 0; i < 600; i++)); do
+        addr=$(grep -oE 'listening on http://[0-9.:]+' "$log" | head -n1 | sed 's|^listening on http://||' || true)
+        [[ -n $addr ]] && break
+        kill -0 "${PID[$name]}" 2>/dev/null || { cat "$log" >&2; die "$name exited during start-up (log above)"; }
+        sleep 0.1
+    done
+    [[ -n $addr ]] || die "$name logged no 'listening on http://ADDR' within 60 s (see $log)"
+    [[ $addr == 127.* ]] || die "$name listens on $addr, not loopback"
+    ADDR[$name]=$addr
+}
+
+rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/${PID[$1]}/status" 2>/dev/null || say 0; }
+hwm_kb() { awk '/^VmHWM:/ {print $2}' "/proc/${PID[$1]}/status" 2>/dev/null || say 0; }
+# CPU time (user + system) of server NAME so far, in clock ticks (/proc/PID/stat fields 14, 15).
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/${PID[$1]}/stat" 2>/dev/null || say 0; }
+TICKS=$(getconf CLK_TCK)
+
+# ---------------------------------------------------------------------------------------------
+# hookbin's API (flat JSON fields only, so no jq needed)
+
+json_str() { grep -oE "\"$1\" *: *\"[^\"]*\"" <<<"$2" | head -n1 | sed -E 's/.*: *"(.*)"/\1/' || true; }
+json_num() { grep -oE "\"$1\" *: *[0-9]+" <<<"$2" | head -n1 | sed -E 's/.*: *//' || true; }
+
+create_bin() { # ADDR -> prints the bin id
+    local out code
+    out=$(curl -s -w '\n%{http_code}' -X POST "http://$1/api/bins")
+    code=${out##*$'\n'}
+    out=${out%$'\n'*}
+    [[ $code == 201 ]] || die "POST /api/bins answered $code: $out"
+    local id; id=$(json_str id "$out")
+    [[ -n $id ]] || die "POST /api/bins answered no id: $out"
+    say "$id"
+}
+
+bin_count() { json_num request_count "$(curl -s "http://$1/api/bins/$2")"; }
+
+# `curl -K` config timing N sequential GETs of URL on one keep-alive connection; prints
+# "p50 p99" of time_total in ms, or "ERR CODE" when an answer was not 200.
+time_gets() { # N URL
+    local n=$1 url=$2 cfg=$WORK/gets.curl i
+    : >"$cfg"
+    for ((i = 0; i < n; i++)); do printf 'url = "%s"\noutput = "/dev/null"\n' "$url" >>"$cfg"; done
+    curl -s -K "$cfg" -w '%{http_code} %{time_total}\n' >"$WORK/gets.times"
+    local bad; bad=$(awk '$1 != 200 { print $1; exit }' "$WORK/gets.times")
+    if [[ -n $bad ]]; then say "ERR $bad"; return; fi
+    awk '{ print $2 * 1000 }' "$WORK/gets.times" | sort -g |
+        awk '{ v[NR] = $1 } END { printf "%.2f %.2f\n", v[int(NR * 0.5 + 0.999999)], v[int(NR * 0.99 + 0.999999)] }'
+}
+
+# ---------------------------------------------------------------------------------------------
+# The machine
+
+# Synced 4 KiB writes (like a commit's) on the work dir's disk, in MB/s.
+disk_speed() {
+    [[ ${BENCH_DD:-1} == 1 ]] || { say "not measured"; return; }
+    local out
+    out=$(dd if=/dev/zero of="$WORK/ddtest" bs=4k count=2000 oflag=dsync 2>&1 | tail -n1)
+    rm -f "$WORK/ddtest"
+    say "$(sed -E 's/.*, ([0-9.]+ [kMG]?B\/s)$/\1/' <<<"$out") (dd bs=4k count=2000 oflag=dsync)"
+}
+
+machine_line() {
+    say "machine:  $(nproc) cores, $(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo 2>/dev/null || true)," \
+        "$(awk '/^MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo), kernel $(uname -r)"
+    say "load:     $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min; other work on the machine skews every figure)"
+    say "disk:     $(disk_speed)"
+    say "hookbin:  $HOOKBIN (built $(date -u -r "$HOOKBIN" '+%Y-%m-%d %H:%M UTC'))"
+    say "work dir: $WORK"
+}

@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# Soak (issue 15, goal 4): $DURATION of capture load at half of hookbin's measured capacity with
+# `--bin-ttl 1m`, bins created and expiring all the time. See bench/README.md ("soak.sh").
+#
+# The load generator (bench/baselines loadgen) creates a bin every $BIN_EVERY s and spreads
+# 1 KiB JSON POSTs round-robin over the bins younger than $BIN_LIFE s (< the TTL, so captures
+# never hit an expired bin); each bin fills to the per-bin cap (1000) and then evicts, and the
+# reaper deletes the bins that expired. Every $INTERVAL s it writes one CSV row: throughput,
+# p50/p99/max latency, hookbin's RSS and the sizes of the database and its WAL. A second
+# sampler records the database's page and free-page counts (sqlite3, read-only) every 10 s.
+# Then gnuplot draws throughput, p99, RSS and file sizes over time into a PNG.
+#
+# Goals (from $WARM s on, when the first bins have expired and been reaped: TTL + reap interval):
+#   - database and WAL files stop growing: their largest size after $WARM s is at most 5%
+#     (+1 MiB) above their largest size before;
+#   - RSS flat: same rule, 10%;
+#   - throughput and p99 of the last minute within 10% of the first minute's.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+DURATION=${BENCH_DURATION:-600}       # seconds of paced load
+CAP_DURATION=${BENCH_CAP_DURATION:-10}
+CONNS=${BENCH_CONNECTIONS:-50}
+INTERVAL=${BENCH_INTERVAL:-5}         # seconds per CSV row
+TTL=${BENCH_TTL:-1m}
+REAP=${BENCH_REAP_INTERVAL:-1m}       # hookbin's default
+BIN_EVERY=${BENCH_BIN_EVERY:-0.5}     # seconds between new bins
+BIN_LIFE=${BENCH_BIN_LIFE:-50}        # seconds a bin gets captures (below the TTL)
+RATE=${BENCH_RATE:-auto}
+WARM=${BENCH_WARM:-150}               # seconds; TTL + reap interval + 30 s
+PLOT=${BENCH_PLOT:-}                  # PNG to write (default: in the work dir)
+CSV_OUT=${BENCH_CSV:-}                # copy the CSV here too
+
+command -v gnuplot >/dev/null || die "gnuplot not found (Debian package gnuplot-nox)"
+command -v sqlite3 >/dev/null || die "sqlite3 not found (Debian package sqlite3)"
+build_tools
+lock -x
+hr "soak: ${DURATION}s at half capacity, --bin-ttl $TTL ($(date -u '+%Y-%m-%d %H:%M:%S UTC'))"
+machine_line
+DB=$WORK/soak.db
+start_hookbin hookbin "$DB" --bin-ttl "$TTL" --reap-interval "$REAP" --max-bins-per-minute 0
+addr=${ADDR[hookbin]}
+pid=${PID[hookbin]}
+say "bench: hookbin pid $pid on http://$addr with --bin-ttl $TTL --reap-interval $REAP --max-bins-per-minute 0"
+say "auto_vacuum: $(sqlite3 -readonly "$DB" 'PRAGMA auto_vacuum') (0 = none), page_size $(sqlite3 -readonly "$DB" 'PRAGMA page_size')"
+
+loadgen() { "$LOADGEN" capture --addr "$addr" --conns "$CONNS" --new-bin-every "$BIN_EVERY" --bin-life "$BIN_LIFE" "$@"; }
+
+hr "capacity: closed loop, $CONNS connections, ${CAP_DURATION}s, new bins every ${BIN_EVERY}s"
+cap=$(loadgen --rate 0 --duration "$CAP_DURATION" --quiet 2>"$WORK/capacity.err") ||
+    { cat "$WORK/capacity.err" >&2; die "loadgen failed (capacity)"; }
+say "$cap"
+capacity=$(field rps "$cap")
+if [[ $RATE == auto ]]; then RATE=$(awk -v c="$capacity" 'BEGIN { printf "%d", c / 2 }'); fi
+# Start the soak from an empty database: stop, remove the files, start again.
+stop_server hookbin
+rm -f "$DB" "$DB-wal" "$DB-shm"
+start_hookbin hookbin "$DB" --bin-ttl "$TTL" --reap-interval "$REAP" --max-bins-per-minute 0
+addr=${ADDR[hookbin]}
+pid=${PID[hookbin]}
+
+hr "soak: $RATE captures/s (half of $capacity) for ${DURATION}s, a row every ${INTERVAL}s"
+CSV=$WORK/soak.csv
+PAGES=$WORK/pages.csv
+(
+    say "t_s,page_count,freelist_count"
+    t0=$(date +%s)
+    while kill -0 "$pid" 2>/dev/null; do
+        sleep 10
+        counts=$(sqlite3 -readonly -cmd '.timeout 5000' "$DB" 'PRAGMA page_count' 'PRAGMA freelist_count' 2>/dev/null | paste -sd, -) || true
+        [[ -n $counts ]] && say "$(($(date +%s) - t0)),$counts"
+    done
+) >"$PAGES" &
+BG_PIDS+=($!)
+out=$(loadgen --rate "$RATE" --duration "$DURATION" --interval "$INTERVAL" --window 60 --csv "$CSV" \
+    --pid "$pid" --files "$DB,$DB-wal" --quiet 2>"$WORK/soak.err") ||
+    { cat "$WORK/soak.err" >&2; die "loadgen failed (soak)"; }
+say "$out"
+stop_server hookbin
+unlock
+
+# Columns: 1 t_s, 2 rps, 3 ok, 4 non2xx, 5 errors, 6 p50_ms, 7 p99_ms, 8 max_ms, 9 rss_kb, 10 db, 11 wal
+say ""
+say "every ${INTERVAL}s (rows at 60 s steps):"
+awk -F, 'NR == 1 { next } { if ($1 % 60 == 0 || NR == 2) printf "  t %4ds  %8.0f req/s  p99 %7.2f ms  RSS %6.1f MiB  db %7.1f MiB  wal %6.1f MiB\n",
+    $1, $2, $7, $9 / 1024, $10 / 1048576, $11 / 1048576 }' "$CSV"
+say "pages (page_count, freelist_count) every 60 s:"
+awk -F, 'NR > 1 && $1 % 60 < 10 { printf "  t %4ds  %8d pages  %7d free\n", $1, $2, $3 }' "$PAGES"
+
+# Largest value of column C before WARM and from WARM on.
+peaks() { awk -F, -v c="$1" -v w="$WARM" 'NR == 1 { next } { if ($1 <= w) { if ($c > a) a = $c } else if ($c > b) b = $c }
+    END { printf "%d %d\n", a, b }' "$CSV"; }
+grew() { # NAME COLUMN PERCENT UNIT_DIV
+    local before after
+    read -r before after <<<"$(peaks "$2")"
+    local limit; limit=$(awk -v b="$before" -v p="$3" 'BEGIN { printf "%d", b * (1 + p / 100) + 1048576 / '"$4"' }')
+    if le "$after" "$limit"; then v=PASS; else v=FAIL; fi
+    goal $v "$1 stops growing after ${WARM}s: largest $(mib $((before * $4))) MiB before, $(mib $((after * $4))) MiB after (limit +$3%)"
+}
+grew "database file" 10 5 1
+grew "WAL file" 11 5 1
+grew "RSS" 9 10 1024
+first=$(grep '^WINDOW from_s=0 ' <<<"$out" | head -n1)
+last=$(grep '^WINDOW ' <<<"$out" | tail -n1)
+r=$(ratio "$(field rps "$last")" "$(field rps "$first")")
+if ge "$r" 0.9 && le "$r" 1.1; then v=PASS; else v=FAIL; fi
+goal $v "throughput of the last minute within 10% of the first: $(field rps "$last") vs $(field rps "$first") req/s (${r}x)"
+r=$(ratio "$(field p99_us "$last")" "$(field p99_us "$first")")
+if le "$r" 1.1; then v=PASS; else v=FAIL; fi
+goal $v "p99 of the last minute within 10% of the first: $(ms "$(field p99_us "$last")") vs $(ms "$(field p99_us "$first")") ms (${r}x)"
+total=$(grep '^LOADGEN ' <<<"$out")
+non=$(field non2xx "$total"); errs=$(field errors "$total")
+if [[ $non == 0 && $errs == 0 ]]; then v=PASS; else v=FAIL; fi
+goal $v "every capture answered 2xx: $(field ok2xx "$total") 2xx, $non other, $errs connection errors"
+
+PLOT=${PLOT:-$WORK/soak.png}
+gnuplot <<EOF || die "gnuplot failed"
+set terminal pngcairo size 1000,1000 font ",10"
+set output "$PLOT"
+set datafile separator ","
+set key autotitle columnhead
+set multiplot layout 4,1 title "hookbin soak: $RATE captures/s (half of $capacity), --bin-ttl $TTL, $(date -u '+%Y-%m-%d')"
+set grid
+set xlabel "seconds"
+set ylabel "requests/s"
+set yrange [0:*]
+plot "$CSV" using 1:2 with lines title "throughput (${INTERVAL} s)"
+set ylabel "ms"
+plot "$CSV" using 1:7 with lines title "capture p99 (${INTERVAL} s)", "$CSV" using 1:6 with lines title "p50"
+set ylabel "MiB"
+plot "$CSV" using 1:(\$9/1024) with lines title "hookbin RSS"
+plot "$CSV" using 1:(\$10/1048576) with lines title "database file", "$CSV" using 1:(\$11/1048576) with lines title "WAL file"
+unset multiplot
+EOF
+say "plot: $PLOT"
+if [[ -n $CSV_OUT ]]; then cp "$CSV" "$CSV_OUT"; say "csv: $CSV_OUT"; fi
+
+hr "summary"
+print_goals
