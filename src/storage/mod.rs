@@ -210,6 +210,9 @@ pub struct ReapProgress {
     pub bins_deleted: Vec<String>,
     /// True when no expired bin is left (or, on PostgreSQL, another node is reaping).
     pub done: bool,
+    /// The step's own time in the database, without its wait in the write queue, when the
+    /// engine measures it (SQLite's writer does); the reaper paces itself by it.
+    pub step_time: Option<std::time::Duration>,
 }
 
 /// SQLite's `synchronous` setting: what a commit waits for.
