@@ -141,15 +141,22 @@ async fn commit(
     batch_no: u64,
     batch: Vec<Capture>,
 ) -> Result<(), (StoreError, Vec<Capture>)> {
-    // Registered before the COMMIT: if the listener is up now, our NOTIFY reaches it.
+    // Registered before the COMMIT: if the listener is up now, our NOTIFY reaches it. Only a
+    // batch with a bin some local stream watches waits for it: the others are answered right
+    // after the COMMIT (no hop through the listener), and should a stream open on one of their
+    // bins meanwhile, the listener takes their notification like another node's and catches
+    // that stream up from the database, in commit order.
+    let watched = batch
+        .iter()
+        .any(|c| shared.events.is_watched(&c.capture.request.bin_id));
     let (ready, waiting) = oneshot::channel::<Delivery>();
-    let relayed = {
+    let (relayed, listening) = {
         let mut relay = shared.relay();
-        if relay.listening {
+        if relay.listening && watched {
             relay.pending.insert(batch_no, waiting);
-            true
+            (true, true)
         } else {
-            false
+            (false, relay.listening)
         }
     };
     let captures: Vec<&NewCapture> = batch.iter().map(|c| &*c.capture).collect();
@@ -187,8 +194,9 @@ async fn commit(
         match outcome {
             CaptureOutcome::Stored { id, .. } => {
                 let request = &c.capture.request;
-                // Building a summary costs allocations; only do it when a stream listens.
-                if shared.events.is_watched(&request.bin_id) {
+                // Building a summary costs allocations; only do it when a stream listens and
+                // this batch publishes (see above).
+                if (relayed || !listening) && shared.events.is_watched(&request.bin_id) {
                     let mut summary = RequestSummary::from(request);
                     summary.id = RequestId::from_row(id);
                     summaries.push(summary);
