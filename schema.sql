@@ -1,4 +1,4 @@
--- hookbin database schema, version 5 (`PRAGMA user_version`).
+-- hookbin database schema, version 6 (`PRAGMA user_version`).
 --
 -- Embedded in the binary (src/storage/schema.rs) and applied in one transaction when the database
 -- file is new; a file made by an older hookbin is brought up to this version by the migrations in
@@ -16,7 +16,8 @@ CREATE TABLE bins (
     -- deleted since: the next capture gets this + 1, so a request id (and an event stream's
     -- Last-Event-ID) always means the same request.
     last_request_id INTEGER NOT NULL DEFAULT 0,
-    -- Stored body + header bytes of the bin's requests, kept by the writer for --max-bin-bytes.
+    -- Body + header bytes of the bin's requests as received (a compressed body counts its
+    -- body_size), kept by the writer for --max-bin-bytes.
     bytes_used    INTEGER NOT NULL DEFAULT 0,
     -- A private bin: SHA-256 of its view token (32 bytes); NULL for a public bin. Reads of a
     -- private bin need the token; the token itself is shown once, at creation, never stored.
@@ -47,11 +48,15 @@ CREATE TABLE bin_requests (
     remote_addr    TEXT    NOT NULL,             -- client IP, no port
     http_version   TEXT    NOT NULL,             -- 'HTTP/1.0' or 'HTTP/1.1'
     headers        BLOB    NOT NULL,             -- ordered (name, value) pairs, see src/storage/headers.rs
-    body           BLOB    NOT NULL,             -- raw bytes exactly as received
+    body           BLOB    NOT NULL,             -- the bytes exactly as received, or packed (body_codec)
     -- What hookbin answered, as sent: {"status", "headers": [[name, value]...], "body_size",
     -- "delay_ms"}; NULL for requests captured before version 5. Last, like a column added by
     -- ALTER TABLE, so that old and new files have one shape; it is only read with the body.
-    response       TEXT
+    response       TEXT,
+    -- How `body` holds the bytes: 0 as received, 1 compressed (one LZ4 block that unpacks to
+    -- body_size bytes; never a truncated body). Compressed when that saves an eighth or more, so
+    -- that more rows fit a page. Last, like `response`.
+    body_codec     INTEGER NOT NULL DEFAULT 0
 );
 
 -- Lookups by public id, newest-first listing, cursor pagination, per-bin eviction of the oldest,

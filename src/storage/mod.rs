@@ -22,7 +22,7 @@ use std::sync::Arc;
 use tokio::sync::oneshot;
 
 use crate::events::EventHub;
-use crate::model::{Bin, RequestSummary, StoredRequest};
+use crate::model::{Bin, RequestSummary, ResponseRecord, StoredRequest};
 use crate::response::ResponseSpec;
 
 pub use sqlite::{SCHEMA_SQL, SCHEMA_VERSION};
@@ -163,6 +163,10 @@ pub struct NewCapture {
     /// `headers::encode(&request.headers)`.
     pub headers_blob: Vec<u8>,
     pub content_type: Option<String>,
+    /// `request.response` as stored (JSON), made here rather than on the SQLite writer.
+    pub response_json: Option<String>,
+    /// The body as SQLite stores it when compressed (`sqlite::body`); set by that engine only.
+    pub packed_body: Option<Vec<u8>>,
     pub max_per_bin: u64,
     /// `--max-bin-bytes`: the bin's oldest requests are evicted beyond this many stored bytes.
     pub max_bin_bytes: u64,
@@ -181,6 +185,8 @@ impl NewCapture {
             // PostgreSQL's text cannot hold NUL: the list column gets U+FFFD instead (the
             // header itself is kept byte-exact in the headers column).
             content_type: request.content_type().map(|t| t.replace('\0', "\u{fffd}")),
+            response_json: request.response.as_ref().map(ResponseRecord::to_json),
+            packed_body: None,
             request,
             max_per_bin,
             max_bin_bytes,
@@ -204,6 +210,9 @@ pub struct ReapProgress {
     pub bins_deleted: Vec<String>,
     /// True when no expired bin is left (or, on PostgreSQL, another node is reaping).
     pub done: bool,
+    /// The step's own time in the database, without its wait in the write queue, when the
+    /// engine measures it (SQLite's writer does); the reaper paces itself by it.
+    pub step_time: Option<std::time::Duration>,
 }
 
 /// SQLite's `synchronous` setting: what a commit waits for.

@@ -328,3 +328,87 @@ fn a_node_killed_9_under_load_behind_nginx_loses_nothing_acknowledged() {
         acked.len()
     );
 }
+
+/// `bin_requests` has no foreign key on PostgreSQL (schema version 2): deleting a bin deletes its
+/// requests after its row, so a writer on another node that holds the row locked is waited for
+/// and what it committed goes too.
+#[test]
+fn a_bin_deleted_on_one_node_while_another_captures_into_it_leaves_no_request_behind() {
+    if postgres_only() {
+        return;
+    }
+    let (db, a, b) = two_nodes(&[]);
+    let pg = db.pg.as_ref().unwrap();
+    let bin = a.create_bin();
+    let rows = || {
+        pg.sql(&format!(
+            "SELECT count(*) FROM bin_requests WHERE bin_id = '{bin}'"
+        ))
+        .parse::<u64>()
+        .unwrap()
+    };
+    let captured = std::sync::atomic::AtomicU64::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| {
+                let deadline = Instant::now() + PATIENCE;
+                // Until the deletion reaches B: its writer finds the row gone and answers 404.
+                loop {
+                    let res = b.request("POST", &format!("/r/{bin}"), &[], b"racing");
+                    if res.status == 404 {
+                        break;
+                    }
+                    assert_eq!(res.status, 200, "{}", res.text());
+                    captured.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    assert!(Instant::now() < deadline, "B never saw the bin go");
+                }
+            });
+        }
+        a.eventually("B's captures land", || rows() >= 50);
+        let res = a.request("DELETE", &format!("/api/bins/{bin}"), &[], b"");
+        assert_eq!(res.status, 204, "{}", res.text());
+    });
+    assert!(captured.into_inner() >= 50);
+    assert_eq!(rows(), 0, "requests outlived their bin");
+    assert_eq!(pg.sql("SELECT count(*) FROM bin_requests"), "0");
+}
+
+/// A database made at PostgreSQL schema version 1 (with the foreign key) is migrated to 2 on
+/// start: the constraint goes, the data stays, and deleting a bin still takes its requests.
+#[test]
+fn a_version_1_postgres_database_is_migrated_and_keeps_its_data() {
+    if postgres_only() {
+        return;
+    }
+    let db = Db::fresh();
+    let pg = db.pg.as_ref().unwrap();
+    // Version 1 is today's schema plus the foreign key.
+    pg.sql(include_str!("../../schema-postgres.sql"));
+    pg.sql(
+        "ALTER TABLE bin_requests ADD CONSTRAINT bin_requests_bin_id_fkey
+             FOREIGN KEY (bin_id) REFERENCES bins (id) ON DELETE CASCADE;
+         CREATE TABLE schema_version (version integer NOT NULL);
+         INSERT INTO schema_version VALUES (1);
+         INSERT INTO bins (id, created_at, expires_at, request_count, last_request_id, bytes_used)
+             VALUES ('aaaaaaaaaaaaaaaaaaaa', 0, 9999999999999, 1, 1, 7);
+         INSERT INTO bin_requests (bin_id, seq, received_at, method, path, subpath, query,
+             body_size, body_truncated, remote_addr, http_version, headers, body)
+             VALUES ('aaaaaaaaaaaaaaaaaaaa', 1, 0, 'POST', '/r/aaaaaaaaaaaaaaaaaaaa', '', '', 7,
+                 false, '127.0.0.1', 'HTTP/1.1', '\\x', 'version1'::bytea)",
+    );
+    let s = db.start(&[]);
+    assert_eq!(pg.sql("SELECT max(version) FROM schema_version"), "2");
+    assert_eq!(
+        pg.sql("SELECT count(*) FROM pg_constraint WHERE contype = 'f'"),
+        "0"
+    );
+    assert_eq!(
+        s.stored("aaaaaaaaaaaaaaaaaaaa", "1")["body_text"],
+        "version1"
+    );
+    let next = s.capture("aaaaaaaaaaaaaaaaaaaa", b"version2");
+    assert_eq!(next, "2");
+    let res = s.request("DELETE", "/api/bins/aaaaaaaaaaaaaaaaaaaa", &[], b"");
+    assert_eq!(res.status, 204, "{}", res.text());
+    assert_eq!(pg.sql("SELECT count(*) FROM bin_requests"), "0");
+}

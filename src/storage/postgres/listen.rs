@@ -4,10 +4,12 @@
 //! PostgreSQL delivers notifications in commit order, and a bin's ids are given in commit order
 //! (writers lock the bin's row), so publishing from notifications gives each stream its bin's
 //! requests in id order whoever stored them. That includes this node's own batches: the writer
-//! registers each batch before its COMMIT and hands over its summaries and callers' answers after
-//! it; the listener publishes them and answers the callers when the batch's own notification
-//! arrives. Acknowledging after publishing keeps what the SQLite writer promises: once a capture
-//! is answered, live streams already have it.
+//! registers each batch that has a watched bin before its COMMIT and hands over its summaries and
+//! callers' answers after it; the listener publishes them and answers the callers when the
+//! batch's own notification arrives. Acknowledging after publishing keeps what the SQLite writer
+//! promises: once a capture is answered, live streams already have it. A batch with no watched
+//! bin is answered by the writer right after its COMMIT, and its notification is handled like
+//! another node's (a stream that opened meanwhile is caught up from the database).
 //!
 //! When the connection is lost, batches waiting for their notification are published and
 //! answered at once (they are committed), the writer publishes by itself until the listener is
@@ -201,17 +203,17 @@ async fn on_requests(pool: &Pool, shared: &Shared, payload: &str) {
         return;
     };
     if notice.node == shared.node {
-        if notice.chunk != 0 {
-            return;
-        }
         let waiting = shared.relay().pending.remove(&notice.batch_no);
         if let Some(waiting) = waiting {
             // The writer hands the batch over right after its COMMIT returns.
             if let Ok(Ok(delivery)) = tokio::time::timeout(DB_TIMEOUT, waiting).await {
                 deliver(shared, delivery);
             }
+            return;
         }
-        return;
+        // A batch the writer answered by itself (no watched bin when it committed), or a
+        // later chunk of one delivered above: a stream opened meanwhile is caught up below,
+        // and the published ids (`seen`) make the rest a no-op.
     }
     for (bin, first, last) in notice.bins {
         let from = {

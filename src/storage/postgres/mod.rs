@@ -341,7 +341,7 @@ impl PgStore {
         // Forget first: from now on captures to this bin on this node look it up again.
         self.shared.forget_bin(id);
         let deleted = self
-            .with_client("delete bin", async |c| read::delete_bin(&*c, id).await)
+            .with_client("delete bin", async |c| read::delete_bin(c, id).await)
             .await?;
         if deleted {
             self.shared.events.close(id);

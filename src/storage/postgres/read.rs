@@ -85,15 +85,29 @@ pub async fn bin(c: &impl GenericClient, id: &str, now: i64) -> Result<Option<Bi
         .transpose()
 }
 
-/// Deletes the bin (its requests go by cascade) and tells the other nodes, in one statement.
-pub async fn delete_bin(c: &impl GenericClient, id: &str) -> Result<bool, Error> {
-    let stmt = c
+/// Deletes the bin and its requests and tells the other nodes, in one transaction.
+///
+/// The requests go after the bin, in a later statement: deleting the bin's row waits for a
+/// writer that holds it locked, and the second statement's snapshot then includes what that
+/// writer committed, so no request outlives its bin (`bin_requests` has no foreign key; see
+/// `schema-postgres.sql`).
+pub async fn delete_bin(c: &mut deadpool_postgres::Client, id: &str) -> Result<bool, Error> {
+    let tx = c.transaction().await?;
+    let bin = tx
         .prepare_cached(&format!(
             "WITH gone AS (DELETE FROM bins WHERE id = $1 RETURNING id)
              SELECT pg_notify('{CHANNEL_BINS}', 'deleted ' || id)::text FROM gone"
         ))
         .await?;
-    Ok(!c.query(&stmt, &[&id]).await?.is_empty())
+    if tx.query(&bin, &[&id]).await?.is_empty() {
+        return Ok(false);
+    }
+    let requests = tx
+        .prepare_cached("DELETE FROM bin_requests WHERE bin_id = $1")
+        .await?;
+    tx.execute(&requests, &[&id]).await?;
+    tx.commit().await?;
+    Ok(true)
 }
 
 /// Sets the response of a live bin and tells the other nodes to drop their cached copy.

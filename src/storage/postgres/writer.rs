@@ -48,6 +48,7 @@ pub async fn run(pool: Pool, mut rx: mpsc::Receiver<Capture>, shared: Arc<Shared
     let mut batch_no = 0u64;
     let mut down_until: Option<Instant> = None;
     let mut sized = Instant::now();
+    let mut floors = Floors::new();
     while let Some(capture) = rx.recv().await {
         batch.push(capture);
         while batch.len() < MAX_BATCH {
@@ -62,7 +63,15 @@ pub async fn run(pool: Pool, mut rx: mpsc::Receiver<Capture>, shared: Arc<Shared
         }
         down_until = None;
         batch_no += 1;
-        match commit(&pool, &shared, batch_no, std::mem::take(&mut batch)).await {
+        match commit(
+            &pool,
+            &shared,
+            &mut floors,
+            batch_no,
+            std::mem::take(&mut batch),
+        )
+        .await
+        {
             Ok(()) => {}
             Err((StoreError::Unavailable(cause), mut failed)) => {
                 tracing::warn!(%cause, captures = failed.len(), "database unavailable: captures answer 503");
@@ -73,7 +82,8 @@ pub async fn run(pool: Pool, mut rx: mpsc::Receiver<Capture>, shared: Arc<Shared
                 tracing::warn!(cause = %e, "a batch failed; storing its captures one by one");
                 for capture in failed {
                     batch_no += 1;
-                    if let Err((e, mut one)) = commit(&pool, &shared, batch_no, vec![capture]).await
+                    if let Err((e, mut one)) =
+                        commit(&pool, &shared, &mut floors, batch_no, vec![capture]).await
                     {
                         answer_err(&mut one, e);
                     }
@@ -127,24 +137,32 @@ fn answer_err(batch: &mut Vec<Capture>, e: StoreError) {
 async fn commit(
     pool: &Pool,
     shared: &Arc<Shared>,
+    floors: &mut Floors,
     batch_no: u64,
     batch: Vec<Capture>,
 ) -> Result<(), (StoreError, Vec<Capture>)> {
-    // Registered before the COMMIT: if the listener is up now, our NOTIFY reaches it.
+    // Registered before the COMMIT: if the listener is up now, our NOTIFY reaches it. Only a
+    // batch with a bin some local stream watches waits for it: the others are answered right
+    // after the COMMIT (no hop through the listener), and should a stream open on one of their
+    // bins meanwhile, the listener takes their notification like another node's and catches
+    // that stream up from the database, in commit order.
+    let watched = batch
+        .iter()
+        .any(|c| shared.events.is_watched(&c.capture.request.bin_id));
     let (ready, waiting) = oneshot::channel::<Delivery>();
-    let relayed = {
+    let (relayed, listening) = {
         let mut relay = shared.relay();
-        if relay.listening {
+        if relay.listening && watched {
             relay.pending.insert(batch_no, waiting);
-            true
+            (true, true)
         } else {
-            false
+            (false, relay.listening)
         }
     };
     let captures: Vec<&NewCapture> = batch.iter().map(|c| &*c.capture).collect();
     let result = match tokio::time::timeout(
         DB_TIMEOUT,
-        store(pool, &shared.node, batch_no, &captures),
+        store(pool, &shared.node, floors, batch_no, &captures),
     )
     .await
     {
@@ -154,7 +172,8 @@ async fn commit(
         ))),
     };
     let outcomes = match result {
-        Ok((outcomes, delta)) => {
+        Ok((outcomes, delta, evicted_through)) => {
+            floors.raise(evicted_through);
             // Other nodes' writes come in with the next refresh.
             let used = &shared.used_bytes;
             let now = used.load(std::sync::atomic::Ordering::Relaxed) as i64;
@@ -175,8 +194,9 @@ async fn commit(
         match outcome {
             CaptureOutcome::Stored { id, .. } => {
                 let request = &c.capture.request;
-                // Building a summary costs allocations; only do it when a stream listens.
-                if shared.events.is_watched(&request.bin_id) {
+                // Building a summary costs allocations; only do it when a stream listens and
+                // this batch publishes (see above).
+                if (relayed || !listening) && shared.events.is_watched(&request.bin_id) {
                     let mut summary = RequestSummary::from(request);
                     summary.id = RequestId::from_row(id);
                     summaries.push(summary);
@@ -222,28 +242,171 @@ struct Tally {
     last: usize,
 }
 
-/// One transaction for the whole batch; the outcome of each capture, in order, and the change
-/// in stored bytes.
+/// What a committed batch evicted up to, per bin: `(bin, highest evicted id)`.
+type EvictedThrough = Vec<(String, i64)>;
+
+/// Per bin, an id at or below which every request is known to be gone (evicted by this node).
+/// Only a lower bound: other nodes' evictions and deletions are not seen, which makes a scan
+/// longer, never wrong, because ids are never given twice in a bin.
+#[derive(Debug, Default)]
+struct Floors(HashMap<String, i64>);
+
+impl Floors {
+    /// Bins remembered at most; past it the map starts over (one longer scan per bin).
+    const MAX: usize = 10_000;
+
+    fn new() -> Self {
+        Floors::default()
+    }
+
+    fn get(&self, bin: &str) -> i64 {
+        self.0.get(bin).copied().unwrap_or(0)
+    }
+
+    /// Called only after the COMMIT: a rolled-back eviction deleted nothing.
+    fn raise(&mut self, evicted: EvictedThrough) {
+        if self.0.len() + evicted.len() > Self::MAX {
+            self.0.clear();
+        }
+        for (bin, id) in evicted {
+            let floor = self.0.entry(bin).or_default();
+            *floor = (*floor).max(id);
+        }
+    }
+}
+
+/// The statements of a batch, prepared once per connection (the driver caches them).
+const LOCK_SQL: &str = "SELECT id, expires_at, request_count, last_request_id, bytes_used FROM bins
+     WHERE id = ANY($1) ORDER BY id FOR UPDATE";
+const INSERT_SQL: &str =
+    "INSERT INTO bin_requests (bin_id, seq, received_at, method, path, subpath,
+         query, content_type, body_size, body_truncated, remote_addr, http_version, headers, body,
+         response)
+     SELECT * FROM unnest($1::text[], $2::int8[], $3::int8[], $4::text[], $5::text[],
+         $6::text[], $7::text[], $8::text[], $9::int8[], $10::bool[], $11::text[],
+         $12::text[], $13::bytea[], $14::bytea[], $15::text[])";
+/// The request cap of one bin: deletes its oldest `$4` requests above the floor `$2` and below
+/// its newest `$3`, and records the bin's count (`$5` before the eviction), newest id and bytes
+/// (`$6` before). Returns how many went, the highest id that went and their bytes.
+const EVICT_SQL: &str = "WITH doomed AS (
+         SELECT seq FROM bin_requests
+         WHERE bin_id = $1 AND seq > $2 AND seq < $3 ORDER BY seq LIMIT $4
+     ), gone AS (
+         DELETE FROM bin_requests r USING doomed d
+         WHERE r.bin_id = $1 AND r.seq = d.seq
+         RETURNING r.seq, (octet_length(r.body) + octet_length(r.headers))::int8 AS b
+     ), freed AS (
+         SELECT count(*)::int8 AS n, coalesce(max(seq), 0)::int8 AS cutoff,
+             coalesce(sum(b), 0)::int8 AS bytes
+         FROM gone
+     ), bin AS (
+         UPDATE bins SET request_count = $5 - freed.n, last_request_id = $3,
+             bytes_used = greatest($6 - freed.bytes, 0)
+         FROM freed WHERE bins.id = $1
+     )
+     SELECT n, cutoff, bytes FROM freed";
+const OLDEST_SQL: &str = "SELECT seq, (octet_length(body) + octet_length(headers))::int8
+     FROM bin_requests WHERE bin_id = $1 AND seq > $2 AND seq < $3 ORDER BY seq";
+const DELETE_SQL: &str = "DELETE FROM bin_requests WHERE bin_id = $1 AND seq > $2 AND seq <= $3";
+const UPDATE_SQL: &str = "UPDATE bins SET request_count = v.count, last_request_id = v.last,
+         bytes_used = v.bytes
+     FROM unnest($1::text[], $2::int8[], $3::int8[], $4::int8[]) AS v(id, count, last, bytes)
+     WHERE bins.id = v.id";
+const NOTIFY_SQL: &str = "SELECT pg_notify($1, $2)::text";
+
+/// A pooled connection that goes back to the pool only once its transaction ended (committed
+/// or rolled back, as the server said). Dropped in between (an error, or the batch's timeout
+/// dropping the future), it is closed instead, and the server rolls the transaction back: a
+/// connection left inside a transaction must never serve anyone else.
+struct TxConn {
+    client: Option<deadpool_postgres::Object>,
+    open: bool,
+}
+
+impl Drop for TxConn {
+    fn drop(&mut self) {
+        if self.open
+            && let Some(client) = self.client.take()
+        {
+            drop(deadpool_postgres::Object::take(client));
+        }
+    }
+}
+
+impl std::ops::Deref for TxConn {
+    type Target = deadpool_postgres::Object;
+    fn deref(&self) -> &Self::Target {
+        self.client.as_ref().expect("present until dropped")
+    }
+}
+
+/// Runs `steps` pipelined on one connection: every statement is sent before the first answer
+/// is awaited, in the order given (each step sends its statement when first polled, and they
+/// are first polled in order), then all answers are collected.
+async fn pipeline<'a, T>(
+    mut steps: Vec<std::pin::Pin<Box<dyn Future<Output = T> + Send + 'a>>>,
+) -> Vec<T> {
+    let mut done: Vec<Option<T>> = steps.iter().map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for (step, out) in steps.iter_mut().zip(done.iter_mut()) {
+            if out.is_none() {
+                match step.as_mut().poll(cx) {
+                    std::task::Poll::Ready(v) => *out = Some(v),
+                    std::task::Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending {
+            std::task::Poll::Pending
+        } else {
+            std::task::Poll::Ready(())
+        }
+    })
+    .await;
+    done.into_iter().flatten().collect()
+}
+
+/// One transaction for the whole batch; the outcome of each capture, in order, the change in
+/// stored bytes, and how far each bin's evictions went.
+///
+/// Two round trips in the usual case: `BEGIN` and the bins' row locks, then the INSERTs, each
+/// evicting bin's DELETE + UPDATE, the other bins' UPDATE, the NOTIFY and the `COMMIT`, all
+/// pipelined. Each round trip is a wake-up of the database and of this task; on a busy
+/// machine those cost more than the statements. A bin that may exceed its byte cap is evicted
+/// by walking its oldest requests, which needs the answers in between (one round trip more
+/// per such bin).
 async fn store(
     pool: &Pool,
     node: &str,
+    floors: &Floors,
     batch_no: u64,
     captures: &[&NewCapture],
-) -> Result<(Vec<CaptureOutcome>, i64), StoreError> {
-    let mut client = pool.get().await.map_err(pool_error)?;
-    let tx = client.transaction().await.map_err(db_error)?;
+) -> Result<(Vec<CaptureOutcome>, i64, EvictedThrough), StoreError> {
+    let mut conn = TxConn {
+        client: Some(pool.get().await.map_err(pool_error)?),
+        open: false,
+    };
+    let lock = conn.prepare_cached(LOCK_SQL).await.map_err(db_error)?;
+    let insert = conn.prepare_cached(INSERT_SQL).await.map_err(db_error)?;
+    let evict_count = conn.prepare_cached(EVICT_SQL).await.map_err(db_error)?;
+    let update = conn.prepare_cached(UPDATE_SQL).await.map_err(db_error)?;
+    let notify = conn.prepare_cached(NOTIFY_SQL).await.map_err(db_error)?;
+
     let mut ids: Vec<&str> = captures.iter().map(|c| c.request.bin_id.as_str()).collect();
     ids.sort_unstable();
     ids.dedup();
-    let lock = tx
-        .prepare_cached(
-            "SELECT id, expires_at, request_count, last_request_id, bytes_used FROM bins
-             WHERE id = ANY($1) ORDER BY id FOR UPDATE",
-        )
-        .await
-        .map_err(db_error)?;
+    conn.open = true;
+    // Pipelined: `biased` polls (so sends) in the order written.
+    let lock_params: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&ids];
+    let (begun, locked) = tokio::join!(
+        biased;
+        conn.batch_execute("BEGIN"),
+        conn.query(&lock, &lock_params)
+    );
+    begun.map_err(db_error)?;
     let mut bins: HashMap<String, Tally> = HashMap::new();
-    for row in tx.query(&lock, &[&ids]).await.map_err(db_error)? {
+    for row in locked.map_err(db_error)? {
         let id: String = row.try_get(0).map_err(db_error)?;
         bins.insert(
             id,
@@ -263,22 +426,7 @@ async fn store(
     }
 
     let mut outcomes = Vec::with_capacity(captures.len());
-    let n = captures.len();
-    let mut col_bin = Vec::with_capacity(n);
-    let mut col_seq = Vec::with_capacity(n);
-    let mut col_received = Vec::with_capacity(n);
-    let mut col_method = Vec::with_capacity(n);
-    let mut col_path = Vec::with_capacity(n);
-    let mut col_subpath = Vec::with_capacity(n);
-    let mut col_query = Vec::with_capacity(n);
-    let mut col_type = Vec::with_capacity(n);
-    let mut col_size = Vec::with_capacity(n);
-    let mut col_truncated = Vec::with_capacity(n);
-    let mut col_addr = Vec::with_capacity(n);
-    let mut col_version = Vec::with_capacity(n);
-    let mut col_headers = Vec::with_capacity(n);
-    let mut col_body = Vec::with_capacity(n);
-    let mut col_response: Vec<Option<String>> = Vec::with_capacity(n);
+    let mut cols = Columns::with_capacity(captures.len());
     for (i, c) in captures.iter().enumerate() {
         let r = &c.request;
         let Some(tally) = bins
@@ -301,154 +449,323 @@ async fn store(
             id: tally.last_id,
             evicted: 0,
         });
-        col_bin.push(r.bin_id.as_str());
-        col_seq.push(tally.last_id);
-        col_received.push(r.received_at);
-        col_method.push(r.method.as_str());
-        col_path.push(r.path.as_str());
-        col_subpath.push(r.subpath.as_str());
-        col_query.push(r.query.as_str());
-        col_type.push(c.content_type.as_deref());
-        col_size.push(r.body_size as i64);
-        col_truncated.push(r.body_truncated);
-        col_addr.push(r.remote_addr.as_str());
-        col_version.push(r.http_version.as_str());
-        col_headers.push(c.headers_blob.as_slice());
-        col_body.push(r.body.as_slice());
-        col_response.push(
+        cols.push(c, tally.last_id);
+    }
+    if cols.bin.is_empty() {
+        // Nothing to store (every bin was gone): no changes, nothing to announce.
+        conn.batch_execute("COMMIT").await.map_err(db_error)?;
+        conn.open = false;
+        return Ok((outcomes, 0, Vec::new()));
+    }
+
+    // What each bin becomes. A bin over its request cap only is evicted in the pipeline; one
+    // that may be over its byte cap is walked first (`evict_by_bytes`).
+    let mut payload = Payload::new(node, batch_no);
+    let mut delta = 0i64;
+    let mut plain: Vec<(&str, i64, i64, i64)> = Vec::new();
+    let mut capped: Vec<(&str, i64)> = Vec::new();
+    let mut walked: Vec<&str> = Vec::new();
+    for (id, tally) in bins.iter().filter(|(_, t)| t.added > 0) {
+        payload.add(id, tally.first_id, tally.last_id);
+        let count = tally.count + tally.added;
+        let bytes = (tally.bytes + tally.added_bytes).max(0);
+        if bytes as u64 > tally.max_bytes {
+            walked.push(id);
+        } else if count as u64 > tally.max_per_bin {
+            capped.push((id, count - tally.max_per_bin.min(i64::MAX as u64) as i64));
+        } else {
+            plain.push((id, count, tally.last_id, bytes));
+            delta += bytes - tally.bytes;
+        }
+    }
+    let chunks = payload.finish();
+
+    let mut new_floors = EvictedThrough::new();
+    let mut inserted = false;
+    if !walked.is_empty() {
+        // Rare (the default byte cap is 100 MiB): insert, then walk, before the rest.
+        for r in cols.slices() {
+            conn.execute(&insert, &cols.rows(r).params())
+                .await
+                .map_err(db_error)?;
+        }
+        for id in walked {
+            let tally = &bins[id];
+            let (count, bytes, evicted, cutoff) = evict_by_bytes(&conn, floors, id, tally).await?;
+            if let CaptureOutcome::Stored { evicted: e, .. } = &mut outcomes[tally.last] {
+                *e = evicted;
+            }
+            if let Some(cutoff) = cutoff {
+                new_floors.push((id.to_owned(), cutoff));
+            }
+            delta += bytes - tally.bytes;
+            plain.push((id, count, tally.last_id, bytes));
+        }
+        inserted = true;
+    }
+
+    // The pipeline: everything below is sent at once, then the answers are read.
+    type Step<'a> = std::pin::Pin<
+        Box<
+            dyn Future<Output = Result<Option<tokio_postgres::Row>, tokio_postgres::Error>>
+                + Send
+                + 'a,
+        >,
+    >;
+    let mut steps: Vec<Step<'_>> = Vec::new();
+    let client: &deadpool_postgres::Object = &conn;
+    for r in cols.slices().filter(|_| !inserted) {
+        let rows = cols.rows(r);
+        let insert = &insert;
+        steps.push(Box::pin(async move {
+            client.execute(insert, &rows.params()).await.map(|_| None)
+        }));
+    }
+    let first_evict = steps.len();
+    for &(id, k) in &capped {
+        let t = &bins[id];
+        let (floor, last, count, bytes) = (
+            floors.get(id),
+            t.last_id,
+            t.count + t.added,
+            (t.bytes + t.added_bytes).max(0),
+        );
+        let evict_count = &evict_count;
+        steps.push(Box::pin(async move {
+            client
+                .query_one(evict_count, &[&id, &floor, &last, &k, &count, &bytes])
+                .await
+                .map(Some)
+        }));
+    }
+    if !plain.is_empty() {
+        let update = &update;
+        let plain = &plain;
+        steps.push(Box::pin(async move {
+            let up_id: Vec<&str> = plain.iter().map(|p| p.0).collect();
+            let up_count: Vec<i64> = plain.iter().map(|p| p.1).collect();
+            let up_last: Vec<i64> = plain.iter().map(|p| p.2).collect();
+            let up_bytes: Vec<i64> = plain.iter().map(|p| p.3).collect();
+            client
+                .execute(update, &[&up_id, &up_count, &up_last, &up_bytes])
+                .await
+                .map(|_| None)
+        }));
+    }
+    for chunk in &chunks {
+        let notify = &notify;
+        steps.push(Box::pin(async move {
+            client
+                .query(notify, &[&CHANNEL_REQUESTS, chunk])
+                .await
+                .map(|_| None)
+        }));
+    }
+    steps.push(Box::pin(async move {
+        client.batch_execute("COMMIT").await.map(|()| None)
+    }));
+    let answers = pipeline(steps).await;
+    // After a failed statement the server ignores the rest of the transaction and answers the
+    // COMMIT with a rollback: the first error is the batch's.
+    let mut evicted_rows = Vec::with_capacity(capped.len());
+    for (i, answer) in answers.into_iter().enumerate() {
+        let row = answer.map_err(db_error)?;
+        if i >= first_evict && i < first_evict + capped.len() {
+            evicted_rows.push(row);
+        }
+    }
+    conn.open = false;
+
+    for (&(id, _), row) in capped.iter().zip(evicted_rows) {
+        let tally = &bins[id];
+        let row = row.expect("an eviction answers one row");
+        let n: i64 = row.try_get(0).map_err(db_error)?;
+        let cutoff: i64 = row.try_get(1).map_err(db_error)?;
+        let freed: i64 = row.try_get(2).map_err(db_error)?;
+        if n > 0 {
+            new_floors.push((id.to_owned(), cutoff));
+        }
+        if let CaptureOutcome::Stored { evicted: e, .. } = &mut outcomes[tally.last] {
+            *e = n as u64;
+        }
+        delta += ((tally.bytes + tally.added_bytes).max(0) - freed).max(0) - tally.bytes;
+    }
+    Ok((outcomes, delta, new_floors))
+}
+/// The batch's rows as one array per column, for the INSERT over `unnest`.
+struct Columns<'a> {
+    bin: Vec<&'a str>,
+    seq: Vec<i64>,
+    received: Vec<i64>,
+    method: Vec<&'a str>,
+    path: Vec<&'a str>,
+    subpath: Vec<&'a str>,
+    query: Vec<&'a str>,
+    content_type: Vec<Option<&'a str>>,
+    size: Vec<i64>,
+    truncated: Vec<bool>,
+    addr: Vec<&'a str>,
+    version: Vec<&'a str>,
+    headers: Vec<&'a [u8]>,
+    body: Vec<&'a [u8]>,
+    response: Vec<Option<String>>,
+}
+
+impl<'a> Columns<'a> {
+    fn with_capacity(n: usize) -> Self {
+        Columns {
+            bin: Vec::with_capacity(n),
+            seq: Vec::with_capacity(n),
+            received: Vec::with_capacity(n),
+            method: Vec::with_capacity(n),
+            path: Vec::with_capacity(n),
+            subpath: Vec::with_capacity(n),
+            query: Vec::with_capacity(n),
+            content_type: Vec::with_capacity(n),
+            size: Vec::with_capacity(n),
+            truncated: Vec::with_capacity(n),
+            addr: Vec::with_capacity(n),
+            version: Vec::with_capacity(n),
+            headers: Vec::with_capacity(n),
+            body: Vec::with_capacity(n),
+            response: Vec::with_capacity(n),
+        }
+    }
+
+    fn push(&mut self, c: &'a NewCapture, seq: i64) {
+        let r = &c.request;
+        self.bin.push(r.bin_id.as_str());
+        self.seq.push(seq);
+        self.received.push(r.received_at);
+        self.method.push(r.method.as_str());
+        self.path.push(r.path.as_str());
+        self.subpath.push(r.subpath.as_str());
+        self.query.push(r.query.as_str());
+        self.content_type.push(c.content_type.as_deref());
+        self.size.push(r.body_size as i64);
+        self.truncated.push(r.body_truncated);
+        self.addr.push(r.remote_addr.as_str());
+        self.version.push(r.http_version.as_str());
+        self.headers.push(c.headers_blob.as_slice());
+        self.body.push(r.body.as_slice());
+        self.response.push(
             r.response
                 .as_ref()
                 .map(crate::model::ResponseRecord::to_json),
         );
     }
-    if col_bin.is_empty() {
-        // Nothing to store (every bin was gone): no changes, nothing to announce.
-        return Ok((outcomes, 0));
-    }
-    let insert = tx
-        .prepare_cached(
-            "INSERT INTO bin_requests (bin_id, seq, received_at, method, path, subpath, query,
-                 content_type, body_size, body_truncated, remote_addr, http_version, headers, body,
-                 response)
-             SELECT * FROM unnest($1::text[], $2::int8[], $3::int8[], $4::text[], $5::text[],
-                 $6::text[], $7::text[], $8::text[], $9::int8[], $10::bool[], $11::text[],
-                 $12::text[], $13::bytea[], $14::bytea[], $15::text[])",
-        )
-        .await
-        .map_err(db_error)?;
-    // One INSERT per slice of at most INSERT_BYTES of bodies: the driver copies a statement's
-    // parameters into one message, so a batch of large bodies in one statement would hold
-    // them all twice at once (the memory budget of --max-body-memory counts them once).
-    let mut start = 0;
-    while start < col_bin.len() {
-        let mut end = start + 1;
-        let mut bytes = col_body[start].len();
-        while end < col_bin.len() && bytes + col_body[end].len() <= INSERT_BYTES {
-            bytes += col_body[end].len();
-            end += 1;
-        }
-        let r = start..end;
-        tx.execute(
-            &insert,
-            &[
-                &&col_bin[r.clone()],
-                &&col_seq[r.clone()],
-                &&col_received[r.clone()],
-                &&col_method[r.clone()],
-                &&col_path[r.clone()],
-                &&col_subpath[r.clone()],
-                &&col_query[r.clone()],
-                &&col_type[r.clone()],
-                &&col_size[r.clone()],
-                &&col_truncated[r.clone()],
-                &&col_addr[r.clone()],
-                &&col_version[r.clone()],
-                &&col_headers[r.clone()],
-                &&col_body[r.clone()],
-                &&col_response[r],
-            ],
-        )
-        .await
-        .map_err(db_error)?;
-        start = end;
+
+    /// The rows cut into INSERT statements of at most [`INSERT_BYTES`] of bodies each: the
+    /// driver copies a statement's parameters into one message, so a batch of large bodies in
+    /// one statement would hold them all twice at once (the memory budget of
+    /// `--max-body-memory` counts them once).
+    fn slices(&self) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
+        let mut start = 0;
+        std::iter::from_fn(move || {
+            if start >= self.bin.len() {
+                return None;
+            }
+            let mut end = start + 1;
+            let mut bytes = self.body[start].len();
+            while end < self.bin.len() && bytes + self.body[end].len() <= INSERT_BYTES {
+                bytes += self.body[end].len();
+                end += 1;
+            }
+            let r = start..end;
+            start = end;
+            Some(r)
+        })
     }
 
-    // Evict the oldest beyond each bin's caps (requests, bytes; never the newest request), then
-    // record counts, bytes and newest ids in one UPDATE.
-    let oldest = tx
-        .prepare_cached(
-            "SELECT seq, (octet_length(body) + octet_length(headers))::int8 FROM bin_requests
-             WHERE bin_id = $1 AND seq < $2 ORDER BY seq",
+    /// The INSERT's parameters for rows `r`.
+    fn rows(&self, r: std::ops::Range<usize>) -> Rows<'_> {
+        Rows(
+            &self.bin[r.clone()],
+            &self.seq[r.clone()],
+            &self.received[r.clone()],
+            &self.method[r.clone()],
+            &self.path[r.clone()],
+            &self.subpath[r.clone()],
+            &self.query[r.clone()],
+            &self.content_type[r.clone()],
+            &self.size[r.clone()],
+            &self.truncated[r.clone()],
+            &self.addr[r.clone()],
+            &self.version[r.clone()],
+            &self.headers[r.clone()],
+            &self.body[r.clone()],
+            &self.response[r],
         )
-        .await
-        .map_err(db_error)?;
-    let evict = tx
-        .prepare_cached("DELETE FROM bin_requests WHERE bin_id = $1 AND seq <= $2")
-        .await
-        .map_err(db_error)?;
-    let (mut up_id, mut up_count, mut up_last, mut up_bytes) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let mut payload = Payload::new(node, batch_no);
-    let mut delta = 0i64;
-    for (id, tally) in bins.iter_mut().filter(|(_, t)| t.added > 0) {
-        let mut count = tally.count + tally.added;
-        let mut bytes = (tally.bytes + tally.added_bytes).max(0);
-        let over = |count: i64, bytes: i64| {
-            count as u64 > tally.max_per_bin || bytes as u64 > tally.max_bytes
-        };
-        if over(count, bytes) {
-            let rows = tx
-                .query(&oldest, &[id, &tally.last_id])
-                .await
-                .map_err(db_error)?;
-            let (mut cutoff, mut evicted) = (None, 0u64);
-            for row in &rows {
-                if !over(count, bytes) {
-                    break;
-                }
-                cutoff = Some(row.try_get::<_, i64>(0).map_err(db_error)?);
-                bytes -= row.try_get::<_, i64>(1).map_err(db_error)?.max(0);
-                count -= 1;
-                evicted += 1;
-            }
-            if let Some(cutoff) = cutoff {
-                tx.execute(&evict, &[id, &cutoff]).await.map_err(db_error)?;
-            }
-            if let CaptureOutcome::Stored { evicted: e, .. } = &mut outcomes[tally.last] {
-                *e = evicted;
-            }
-        }
-        up_id.push(id.as_str());
-        up_count.push(count);
-        up_last.push(tally.last_id);
-        up_bytes.push(bytes.max(0));
-        delta += bytes.max(0) - tally.bytes;
-        payload.add(id, tally.first_id, tally.last_id);
     }
-    let update = tx
-        .prepare_cached(
-            "UPDATE bins SET request_count = v.count, last_request_id = v.last,
-                 bytes_used = v.bytes
-             FROM unnest($1::text[], $2::int8[], $3::int8[], $4::int8[])
-                 AS v(id, count, last, bytes)
-             WHERE bins.id = v.id",
-        )
+}
+
+/// Some rows of [`Columns`]: one INSERT's parameters.
+#[allow(clippy::type_complexity)]
+struct Rows<'a>(
+    &'a [&'a str],
+    &'a [i64],
+    &'a [i64],
+    &'a [&'a str],
+    &'a [&'a str],
+    &'a [&'a str],
+    &'a [&'a str],
+    &'a [Option<&'a str>],
+    &'a [i64],
+    &'a [bool],
+    &'a [&'a str],
+    &'a [&'a str],
+    &'a [&'a [u8]],
+    &'a [&'a [u8]],
+    &'a [Option<String>],
+);
+
+impl Rows<'_> {
+    fn params(&self) -> [&(dyn tokio_postgres::types::ToSql + Sync); 15] {
+        [
+            &self.0, &self.1, &self.2, &self.3, &self.4, &self.5, &self.6, &self.7, &self.8,
+            &self.9, &self.10, &self.11, &self.12, &self.13, &self.14,
+        ]
+    }
+}
+
+/// Evicts a bin that may be over its byte cap: walks its oldest requests (above its floor,
+/// never the newest) until both caps hold, and deletes them. The rows of this batch must be
+/// inserted already. Returns the bin's count and bytes after it, how many went and the highest
+/// id that went.
+async fn evict_by_bytes(
+    client: &deadpool_postgres::Object,
+    floors: &Floors,
+    id: &str,
+    tally: &Tally,
+) -> Result<(i64, i64, u64, Option<i64>), StoreError> {
+    let oldest = client.prepare_cached(OLDEST_SQL).await.map_err(db_error)?;
+    let delete = client.prepare_cached(DELETE_SQL).await.map_err(db_error)?;
+    let floor = floors.get(id);
+    let mut count = tally.count + tally.added;
+    let mut bytes = (tally.bytes + tally.added_bytes).max(0);
+    let over =
+        |count: i64, bytes: i64| count as u64 > tally.max_per_bin || bytes as u64 > tally.max_bytes;
+    let rows = client
+        .query(&oldest, &[&id, &floor, &tally.last_id])
         .await
         .map_err(db_error)?;
-    tx.execute(&update, &[&up_id, &up_count, &up_last, &up_bytes])
-        .await
-        .map_err(db_error)?;
-    let notify = tx
-        .prepare_cached("SELECT pg_notify($1, $2)::text")
-        .await
-        .map_err(db_error)?;
-    for chunk in payload.finish() {
-        tx.query(&notify, &[&CHANNEL_REQUESTS, &chunk])
+    let (mut cutoff, mut evicted) = (None, 0u64);
+    for row in &rows {
+        if !over(count, bytes) {
+            break;
+        }
+        cutoff = Some(row.try_get::<_, i64>(0).map_err(db_error)?);
+        bytes -= row.try_get::<_, i64>(1).map_err(db_error)?.max(0);
+        count -= 1;
+        evicted += 1;
+    }
+    if let Some(cutoff) = cutoff {
+        client
+            .execute(&delete, &[&id, &floor, &cutoff])
             .await
             .map_err(db_error)?;
     }
-    tx.commit().await.map_err(db_error)?;
-    Ok((outcomes, delta))
+    Ok((count, bytes.max(0), evicted, cutoff))
 }
 
 /// The NOTIFY text of a batch: a `{node} {batch} {chunk}` line, then `{bin} {first} {last}`

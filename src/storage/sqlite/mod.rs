@@ -8,6 +8,7 @@
 //!   bin without a query. The writer's transaction checks again, so a bin deleted in between
 //!   still ends in a 404, never in a row without a bin.
 
+mod body;
 mod checkpoint;
 mod read;
 mod schema;
@@ -229,7 +230,10 @@ impl SqliteStore {
     }
 
     /// Queues a capture without waiting for room (see [`super::Store::try_capture`]).
-    pub fn try_capture(&self, capture: Box<NewCapture>) -> Result<PendingCapture, StoreError> {
+    pub fn try_capture(&self, mut capture: Box<NewCapture>) -> Result<PendingCapture, StoreError> {
+        // On the caller's task: the writer is the one every capture waits for.
+        let request = &capture.request;
+        capture.packed_body = body::pack(&request.body, request.body_truncated);
         let (reply, answer) = oneshot::channel();
         let op = writer::Op::Capture { capture, reply };
         self.writes.try_send(op).map_err(|e| match e {

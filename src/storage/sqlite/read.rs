@@ -167,7 +167,7 @@ pub fn summaries_after(
 }
 
 const REQUEST_COLUMNS: &str = "seq, bin_id, received_at, method, path, subpath, query, \
-     body_size, body_truncated, remote_addr, http_version, headers, body, response";
+     body_size, body_truncated, remote_addr, http_version, headers, body, response, body_codec";
 
 fn request_from_row(row: &Row<'_>) -> rusqlite::Result<StoredRequest> {
     let blob: Vec<u8> = row.get(11)?;
@@ -178,6 +178,14 @@ fn request_from_row(row: &Row<'_>) -> rusqlite::Result<StoredRequest> {
             "headers blob is damaged".into(),
         )
     })?;
+    let body_size = row.get::<_, i64>(7)? as u64;
+    let body = super::body::unpack(row.get(14)?, row.get(12)?, body_size).ok_or_else(|| {
+        rusqlite::Error::FromSqlConversionFailure(
+            12,
+            rusqlite::types::Type::Blob,
+            "stored body is damaged (it does not unpack to its size)".into(),
+        )
+    })?;
     Ok(StoredRequest {
         id: RequestId::from_row(row.get(0)?),
         bin_id: row.get(1)?,
@@ -186,12 +194,12 @@ fn request_from_row(row: &Row<'_>) -> rusqlite::Result<StoredRequest> {
         path: row.get(4)?,
         subpath: row.get(5)?,
         query: row.get(6)?,
-        body_size: row.get::<_, i64>(7)? as u64,
+        body_size,
         body_truncated: row.get(8)?,
         remote_addr: row.get(9)?,
         http_version: row.get(10)?,
         headers,
-        body: row.get(12)?,
+        body,
         // A record this hookbin cannot read is shown as none rather than failing the request.
         response: row
             .get::<_, Option<String>>(13)?
@@ -259,7 +267,7 @@ pub fn search_before(
     let mut stmt = conn.prepare_cached(
         "SELECT seq, bin_id, received_at, method, path, subpath, query, body_size, \
          body_truncated, remote_addr, http_version, headers, \
-         CASE WHEN ?3 THEN body ELSE X'' END, NULL \
+         CASE WHEN ?3 THEN body ELSE X'' END, NULL, CASE WHEN ?3 THEN body_codec ELSE 0 END \
          FROM bin_requests WHERE bin_id = ?1 AND seq < ?2 ORDER BY seq DESC",
     )?;
     let mut rows = stmt.query(params![bin, before, with_body])?;
@@ -371,5 +379,38 @@ mod tests {
         let all = |_: &StoredRequest| true;
         let page = search_before(&conn, "b", i64::MAX, 5, false, WIDE, &all).unwrap();
         assert_eq!(page.rows[0].body_size, 6);
+    }
+
+    #[test]
+    fn compressed_bodies_read_back_exactly_and_damaged_ones_fail() {
+        let (_dir, conn) = bin_of(0);
+        let body = format!(r#"{{"note":"{}","end":true}}"#, "ab".repeat(500)).into_bytes();
+        let packed = super::super::body::pack(&body, false).unwrap();
+        let insert = |seq: i64, stored: &[u8]| {
+            conn.execute(
+                "INSERT INTO bin_requests (bin_id, seq, received_at, method, path, subpath,
+                 query, body_size, body_truncated, remote_addr, http_version, headers, body,
+                 body_codec)
+                 VALUES ('b', ?1, 0, 'POST', '/r/b', '', '', ?2, 0, '127.0.0.1', 'HTTP/1.1',
+                 x'', ?3, 1)",
+                params![seq, body.len() as i64, stored],
+            )
+            .unwrap();
+        };
+        insert(1, &packed);
+        assert_eq!(request(&conn, "b", 1).unwrap().unwrap().body, body);
+        let all = |r: &StoredRequest| r.body == body;
+        let page = search_before(&conn, "b", i64::MAX, 5, true, WIDE, &all).unwrap();
+        assert_eq!(ids(&page), ["1"]);
+        let page = requests_page(&conn, "b", 0, 1, 10, 1 << 20).unwrap();
+        assert_eq!(page[0].body, body);
+        // Without bodies, nothing is unpacked (and nothing fails).
+        let none = |r: &StoredRequest| r.body.is_empty();
+        let page = search_before(&conn, "b", i64::MAX, 5, false, WIDE, &none).unwrap();
+        assert_eq!(ids(&page), ["1"]);
+        // A packed body that does not unpack to its size is an error, never other bytes.
+        insert(2, &packed[..packed.len() - 2]);
+        let err = request(&conn, "b", 2).unwrap_err();
+        assert!(err.to_string().contains("damaged"), "{err}");
     }
 }

@@ -18,7 +18,7 @@ pub const SCHEMA_SQL: &str = include_str!("../../../schema.sql");
 /// Bytes a WAL file is cut back to after a checkpoint (64 MiB).
 const WAL_SIZE_LIMIT: u64 = 64 * 1024 * 1024;
 /// `PRAGMA user_version` of a database made by this binary.
-pub const SCHEMA_VERSION: i64 = 5;
+pub const SCHEMA_VERSION: i64 = 6;
 
 /// One step up, from version `to - 1` to `to`.
 struct Migration {
@@ -53,7 +53,16 @@ const MIGRATIONS: &[Migration] = &[
         sql: V4_TO_V5,
         what: "the response sent to each capture",
     },
+    Migration {
+        to: 6,
+        sql: V5_TO_V6,
+        what: "compressed bodies",
+    },
 ];
+
+/// v6: a body may be stored compressed; `bin_requests.body_codec` says how (see
+/// `storage/sqlite/body.rs`). Every existing body is stored as received (0).
+const V5_TO_V6: &str = "ALTER TABLE bin_requests ADD COLUMN body_codec INTEGER NOT NULL DEFAULT 0;";
 
 /// v5: each request keeps the response hookbin sent (`bin_requests.response`, JSON; issue 12).
 /// Requests captured before have none (NULL): what was answered then is not known.
