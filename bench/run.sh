@@ -551,9 +551,17 @@ if has "$SECTIONS" throughput; then
         has "$SERVERS" "$h" || continue
         note=""; [[ $h == hookbin-bigcap ]] && note=" (cap $BIG_CAP, no eviction)"
         if has "$SERVERS" sqlite; then
+            # Issue 15: the median of rounds at least the ceiling's, and no round below 0.9x.
             rr=$(ratio "${M_RPS[$h]}" "${M_RPS[sqlite]}")
-            if ge "$rr" 0.9; then v=PASS; else v=FAIL; fi
-            goal $v "$h$note throughput >= 0.9x sqlite-capture: ${rr}x"
+            read -ra h_rps <<<"${R_RPS[$h]}"
+            read -ra c_rps <<<"${R_RPS[sqlite]}"
+            worst_r=""
+            for i in "${!h_rps[@]}"; do
+                r_i=$(ratio "${h_rps[$i]}" "${c_rps[$i]}")
+                if [[ -z $worst_r ]] || lt "$r_i" "$worst_r"; then worst_r=$r_i; fi
+            done
+            if ge "$rr" 1.0 && ge "$worst_r" 0.9; then v=PASS; else v=FAIL; fi
+            goal $v "$h$note throughput >= 1.0x sqlite-capture (median), no round below 0.9x: ${rr}x (worst round ${worst_r}x)"
         fi
         if lt "${M_P99[$h]}" 10; then v=PASS; else v=FAIL; fi
         goal $v "$h$note p99 < 10 ms: median ${M_P99[$h]} ms (worst round ${W_P99[$h]} ms)"
