@@ -49,8 +49,12 @@ phase() { # LABEL LOADGEN-ARGS...: runs loadgen, prints its line and the server'
 hr "capacity: closed loop, $CONNS connections, ${CAP_DURATION}s"
 phase capacity capture --bin "$(create_bin "$addr")" --rate 0 --duration "$CAP_DURATION"
 capacity=$(field rps "$LINE")
-if [[ $RATE == auto ]]; then RATE=$(awk -v c="$capacity" 'BEGIN { printf "%d", c / 2 }'); fi
-say "paced phases: $RATE captures/s (half of $capacity), ${DURATION}s each"
+if [[ $RATE == auto ]]; then
+    RATE=$(awk -v c="$capacity" 'BEGIN { printf "%d", c / 2 }')
+    say "paced phases: $RATE captures/s (half of $capacity), ${DURATION}s each"
+else
+    say "paced phases: $RATE captures/s (BENCH_RATE; the capacity is $capacity), ${DURATION}s each"
+fi
 
 hr "without viewers"
 phase no-viewers capture --bin "$(create_bin "$addr")" --rate "$RATE" --duration "$DURATION"
