@@ -481,15 +481,15 @@ async fn store(
     let chunks = payload.finish();
 
     let mut new_floors = EvictedThrough::new();
-    let mut inserted = false;
     if !walked.is_empty() {
-        // Rare (the default byte cap is 100 MiB): insert, then walk, before the rest.
+        // Rare (the default byte cap is 100 MiB): insert, then walk, before the rest; the
+        // pipeline below then has no INSERT.
         for r in cols.slices() {
             conn.execute(&insert, &cols.rows(r).params())
                 .await
                 .map_err(db_error)?;
         }
-        for id in walked {
+        for &id in &walked {
             let tally = &bins[id];
             let (count, bytes, evicted, cutoff) = evict_by_bytes(&conn, floors, id, tally).await?;
             if let CaptureOutcome::Stored { evicted: e, .. } = &mut outcomes[tally.last] {
@@ -501,7 +501,6 @@ async fn store(
             delta += bytes - tally.bytes;
             plain.push((id, count, tally.last_id, bytes));
         }
-        inserted = true;
     }
 
     // The pipeline: everything below is sent at once, then the answers are read.
@@ -514,12 +513,14 @@ async fn store(
     >;
     let mut steps: Vec<Step<'_>> = Vec::new();
     let client: &deadpool_postgres::Object = &conn;
-    for r in cols.slices().filter(|_| !inserted) {
-        let rows = cols.rows(r);
-        let insert = &insert;
-        steps.push(Box::pin(async move {
-            client.execute(insert, &rows.params()).await.map(|_| None)
-        }));
+    if walked.is_empty() {
+        for r in cols.slices() {
+            let rows = cols.rows(r);
+            let insert = &insert;
+            steps.push(Box::pin(async move {
+                client.execute(insert, &rows.params()).await.map(|_| None)
+            }));
+        }
     }
     let first_evict = steps.len();
     for &(id, k) in &capped {
@@ -592,6 +593,7 @@ async fn store(
     }
     Ok((outcomes, delta, new_floors))
 }
+
 /// The batch's rows as one array per column, for the INSERT over `unnest`.
 struct Columns<'a> {
     bin: Vec<&'a str>,
