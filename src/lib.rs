@@ -118,6 +118,7 @@ pub async fn run(
         "listening on http://{addr}"
     );
     state.tasks.spawn(reaper::run(state.clone()));
+    state.tasks.spawn(server::anchor_timers(state.clone()));
     state.tasks.spawn(server::serve(listener, state.clone()));
     shutdown.await;
     tracing::info!("shutting down: finishing in-flight requests");

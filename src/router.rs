@@ -125,6 +125,15 @@ fn access_log(
     );
 }
 
+/// The request target as the client sent it: an origin-form target (`/r/x?q`) as hyper keeps
+/// it, without formatting a copy for every request; anything else (absolute form) formatted.
+fn request_target(uri: &hyper::Uri) -> std::borrow::Cow<'_, str> {
+    match uri.path_and_query() {
+        Some(pq) if uri.scheme().is_none() && uri.authority().is_none() => pq.as_str().into(),
+        _ => uri.to_string().into(),
+    }
+}
+
 async fn dispatch(
     state: Arc<AppState>,
     req: Request<Incoming>,
@@ -132,7 +141,7 @@ async fn dispatch(
 ) -> Response<Body> {
     // Every request takes its head from the tap, captured or not, to keep the tap in step with
     // the connection.
-    let raw = conn.tap.take(req.method().as_str(), &req.uri().to_string());
+    let raw = conn.tap.take(req.method().as_str(), &request_target(req.uri()));
     let path = req.uri().path();
     // With `--capture-url`, the capture host serves captures and the health check only. (The
     // inspector's host refusing `/r/` is in `capture`, which knows the bin.)
@@ -218,5 +227,23 @@ mod tests {
         assert_eq!(bin_of("/r/Not-A-Bin-Id/x"), None);
         assert_eq!(bin_of("/api/bins"), None);
         assert_eq!(bin_of("/elsewhere"), None);
+    }
+
+    #[test]
+    fn request_targets_read_without_a_copy_match_the_formatted_uri() {
+        for target in [
+            "/r/x?q=1",
+            "/r/x?",
+            "/",
+            "*",
+            "/r/x/%2F?a=%20b#frag",
+            "http://example.com/r/x?q",
+            "example.com:443",
+        ] {
+            let Ok(uri) = target.parse::<hyper::Uri>() else {
+                continue;
+            };
+            assert_eq!(request_target(&uri), uri.to_string(), "{target}");
+        }
     }
 }

@@ -13,7 +13,9 @@ use bytes::Bytes;
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper::header::{
-    ACCEPT, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, HeaderName, HeaderValue, LOCATION,
+    ACCEPT, ACCESS_CONTROL_ALLOW_HEADERS, ACCESS_CONTROL_ALLOW_METHODS,
+    ACCESS_CONTROL_ALLOW_ORIGIN, ACCESS_CONTROL_EXPOSE_HEADERS, ACCESS_CONTROL_MAX_AGE, CONNECTION,
+    CONTENT_LENGTH, CONTENT_TYPE, HeaderName, HeaderValue, LOCATION,
 };
 use hyper::http::request::Parts;
 use hyper::{HeaderMap, Method, Request, Response, StatusCode, Version};
@@ -343,10 +345,13 @@ async fn answer(
         }
     }
     // For the access log line (`router::handle`), which replaces a separate "captured" line.
-    res.extensions_mut().insert(Captured {
-        request_id,
-        size: read.received,
-    });
+    // Only when that line is written: the extension map costs two allocations per capture.
+    if tracing::enabled!(tracing::Level::DEBUG) {
+        res.extensions_mut().insert(Captured {
+            request_id,
+            size: read.received,
+        });
+    }
     res.headers_mut()
         .insert("x-request-id", HeaderValue::from(request_id.get()));
     res
@@ -622,14 +627,15 @@ fn spec_response(spec: &ResponseSpec) -> Response<Body> {
 /// Permissive CORS, so webhooks sent from browser code are captured too. Headers a custom
 /// response sets itself are left alone.
 fn add_cors(h: &mut HeaderMap, method: &Method, request: &HeaderMap) {
-    let mut set = |name: &'static str, value: HeaderValue| {
-        if !h.contains_key(name) {
-            h.insert(name, value);
+    // Typed names: a `&str` name is parsed again on every lookup.
+    let mut set = |name: HeaderName, value: HeaderValue| {
+        if let hyper::header::Entry::Vacant(slot) = h.entry(name) {
+            slot.insert(value);
         }
     };
-    set("access-control-allow-origin", HeaderValue::from_static("*"));
+    set(ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
     set(
-        "access-control-expose-headers",
+        ACCESS_CONTROL_EXPOSE_HEADERS,
         HeaderValue::from_static("x-request-id"),
     );
     if method == Method::OPTIONS {
@@ -640,17 +646,17 @@ fn add_cors(h: &mut HeaderMap, method: &Method, request: &HeaderMap) {
                 .unwrap_or(HeaderValue::from_static(default))
         };
         set(
-            "access-control-allow-methods",
+            ACCESS_CONTROL_ALLOW_METHODS,
             echo(
                 "access-control-request-method",
                 "GET, POST, PUT, PATCH, DELETE, HEAD, OPTIONS",
             ),
         );
         set(
-            "access-control-allow-headers",
+            ACCESS_CONTROL_ALLOW_HEADERS,
             echo("access-control-request-headers", "*"),
         );
-        set("access-control-max-age", HeaderValue::from_static("86400"));
+        set(ACCESS_CONTROL_MAX_AGE, HeaderValue::from_static("86400"));
     }
 }
 

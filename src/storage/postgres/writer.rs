@@ -610,7 +610,7 @@ struct Columns<'a> {
     version: Vec<&'a str>,
     headers: Vec<&'a [u8]>,
     body: Vec<&'a [u8]>,
-    response: Vec<Option<String>>,
+    response: Vec<Option<&'a str>>,
 }
 
 impl<'a> Columns<'a> {
@@ -650,11 +650,8 @@ impl<'a> Columns<'a> {
         self.version.push(r.http_version.as_str());
         self.headers.push(c.headers_blob.as_slice());
         self.body.push(r.body.as_slice());
-        self.response.push(
-            r.response
-                .as_ref()
-                .map(crate::model::ResponseRecord::to_json),
-        );
+        // Serialized by the caller, off the writer (`NewCapture::new`).
+        self.response.push(c.response_json.as_deref());
     }
 
     /// The rows cut into INSERT statements of at most [`INSERT_BYTES`] of bodies each: the
@@ -718,7 +715,7 @@ struct Rows<'a>(
     &'a [&'a str],
     &'a [&'a [u8]],
     &'a [&'a [u8]],
-    &'a [Option<String>],
+    &'a [Option<&'a str>],
 );
 
 impl Rows<'_> {
