@@ -93,13 +93,7 @@ pub async fn bin(c: &impl GenericClient, id: &str, now: i64) -> Result<Option<Bi
 /// `schema-postgres.sql`).
 pub async fn delete_bin(c: &mut deadpool_postgres::Client, id: &str) -> Result<bool, Error> {
     let tx = c.transaction().await?;
-    let bin = tx
-        .prepare_cached(&format!(
-            "WITH gone AS (DELETE FROM bins WHERE id = $1 RETURNING id)
-             SELECT pg_notify('{CHANNEL_BINS}', 'deleted ' || id)::text FROM gone"
-        ))
-        .await?;
-    if tx.query(&bin, &[&id]).await?.is_empty() {
+    if !delete_bin_row(&tx, id).await? {
         return Ok(false);
     }
     let requests = tx
@@ -108,6 +102,19 @@ pub async fn delete_bin(c: &mut deadpool_postgres::Client, id: &str) -> Result<b
     tx.execute(&requests, &[&id]).await?;
     tx.commit().await?;
     Ok(true)
+}
+
+/// Deletes the bin's row and announces it to every node (`deleted {bin}`: they drop it from
+/// their caches and close its streams); `false` if there was none. Its requests are the
+/// caller's to delete, in the same transaction.
+async fn delete_bin_row(c: &impl GenericClient, id: &str) -> Result<bool, Error> {
+    let stmt = c
+        .prepare_cached(&format!(
+            "WITH gone AS (DELETE FROM bins WHERE id = $1 RETURNING id)
+             SELECT pg_notify('{CHANNEL_BINS}', 'deleted ' || id)::text FROM gone"
+        ))
+        .await?;
+    Ok(!c.query(&stmt, &[&id]).await?.is_empty())
 }
 
 /// Sets the response of a live bin and tells the other nodes to drop their cached copy.
@@ -375,12 +382,6 @@ pub async fn reap(
                (SELECT seq FROM bin_requests WHERE bin_id = $1 ORDER BY seq LIMIT $2)",
         )
         .await?;
-    let delete_bin = tx
-        .prepare_cached(&format!(
-            "WITH gone AS (DELETE FROM bins WHERE id = $1 RETURNING id)
-             SELECT pg_notify('{CHANNEL_BINS}', 'deleted ' || id)::text FROM gone"
-        ))
-        .await?;
     let mut left = budget.max(1) as i64;
     for id in ids {
         let n = tx.execute(&delete_requests, &[&id, &left]).await? as i64;
@@ -390,7 +391,7 @@ pub async fn reap(
             // The bin may still hold requests; the next step continues with it.
             break;
         }
-        tx.query(&delete_bin, &[&id]).await?;
+        delete_bin_row(&tx, &id).await?;
         progress.bins_deleted.push(id);
     }
     tx.commit().await?;
