@@ -5,6 +5,7 @@
 //! under SQLite they return at once with a note.
 
 use std::io::Write;
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -131,6 +132,56 @@ fn concurrent_captures_on_two_nodes_get_distinct_ids_and_every_stream_sees_all_i
         b.get(&format!("/api/bins/{bin}")).json()["request_count"],
         2 * per_node
     );
+}
+
+/// B's LISTEN connection is cut and kept from coming back (the database takes no new
+/// connections; the pools keep theirs) while A and B both capture: B's writer then publishes by
+/// itself, with A's commits unseen in between. Once the listener is back, a stream on B, opened
+/// on a bin that had no capture before, has every capture exactly once, in id order.
+#[test]
+fn a_stream_misses_nothing_committed_while_its_nodes_listener_was_down() {
+    if postgres_only() {
+        return;
+    }
+    let db = Db::fresh();
+    let pg = db.pg.as_ref().unwrap();
+    let a = db.start(&[]);
+    // B's connections carry a name of their own, to find its LISTEN connection by.
+    let mut b = Server::start_on(
+        Path::new(&format!("{}?application_name=hookbin_b", pg.url)),
+        &[],
+    );
+    b.pg = db.pg.clone();
+    let bin = a.create_bin();
+    let mut live_on_b = EventReader::open(&b, &bin, None);
+    let admin =
+        |sql: &str| crate::pg::psql("postgres", sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+    admin(&format!(
+        "ALTER DATABASE {} ALLOW_CONNECTIONS false",
+        pg.name
+    ));
+    let cut = admin(&format!(
+        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+         WHERE datname = '{}' AND application_name = 'hookbin_b' AND query LIKE 'LISTEN%'",
+        pg.name
+    ));
+    assert_eq!(cut, "1", "B's LISTEN connection");
+    b.wait_for_log("lost the LISTEN connection");
+    let acked = [
+        a.capture(&bin, b"one, on A"),
+        b.capture(&bin, b"two, on B"),
+        a.capture(&bin, b"three, on A"),
+    ];
+    assert_eq!(acked, ["1", "2", "3"]);
+    admin(&format!(
+        "ALTER DATABASE {} ALLOW_CONNECTIONS true",
+        pg.name
+    ));
+    let got: Vec<String> = (0..3).map(|_| live_on_b.next().0).collect();
+    assert_eq!(got, acked, "every capture, in order");
+    // Nothing twice: the next event is the next capture.
+    let four = a.capture(&bin, b"four, on A");
+    assert_eq!(live_on_b.next().0, four);
 }
 
 /// A psql session holding the reaper's advisory lock until dropped.

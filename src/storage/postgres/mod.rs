@@ -39,7 +39,7 @@ use tokio_postgres::NoTls;
 
 use super::{
     BinEntry, NewCapture, PendingCapture, ReapProgress, ScanBudget, SearchPage, StoreConfig,
-    StoreError, stored_response,
+    StoreError, Subscription, stored_response,
 };
 use crate::events::EventHub;
 use crate::model::{Bin, RequestSummary, StoredRequest};
@@ -456,6 +456,21 @@ impl PgStore {
                 Stop::Next(_) => return Ok(scan.page),
             }
         }
+    }
+
+    /// Subscribes an event stream. The bin's newest id is read first and the subscription then
+    /// starts from it (`listen::subscribe`): whatever the listener publishes for the bin from then
+    /// on, including a catch-up after a lost connection, continues from there at the latest.
+    /// Read after subscribing instead, a capture committed in between could be taken as
+    /// already published.
+    pub async fn subscribe(&self, bin: &str) -> Result<Subscription, StoreError> {
+        let newest = self
+            .with_client("stream start", async |c| read::newest_id(&*c, bin).await)
+            .await?;
+        Ok(Subscription {
+            events: listen::subscribe(&self.shared, bin, newest),
+            start: Some(newest),
+        })
     }
 
     pub async fn requests_after(

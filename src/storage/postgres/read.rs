@@ -249,6 +249,18 @@ pub async fn last_request_id(c: &impl GenericClient, bin: &str) -> Result<i64, E
     c.query_one(&stmt, &[&bin]).await?.try_get(0)
 }
 
+/// The highest id given in the bin so far (`0` for none, or no such bin): unlike
+/// [`last_request_id`], it counts requests deleted since.
+pub async fn newest_id(c: &impl GenericClient, bin: &str) -> Result<i64, Error> {
+    let stmt = c
+        .prepare_cached("SELECT last_request_id FROM bins WHERE id = $1")
+        .await?;
+    Ok(match c.query_opt(&stmt, &[&bin]).await? {
+        Some(row) => row.try_get(0)?,
+        None => 0,
+    })
+}
+
 /// Requests with `after < seq <= upto`, oldest first, bounded by rows and body bytes (the row
 /// that crosses `max_bytes` is the last one).
 pub async fn requests_page(
