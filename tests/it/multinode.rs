@@ -184,6 +184,120 @@ fn a_stream_misses_nothing_committed_while_its_nodes_listener_was_down() {
     assert_eq!(live_on_b.next().0, four);
 }
 
+/// B remembers a bin it did not find: with the `bins` table locked (any query on it waits), B
+/// answers a repeated capture to that id `404` at once, without the database. A node that
+/// creates a bin announces it (`created {bin}`, checked on A), so when a bin with that id is
+/// made the way A makes one, B captures into it within a second, not a cache lifetime later.
+#[test]
+fn a_bin_missed_on_one_node_is_remembered_until_another_node_creates_it() {
+    if postgres_only() {
+        return;
+    }
+    let (db, a, b) = two_nodes(&[]);
+    let pg = db.pg.as_ref().unwrap();
+
+    // A announces what it creates.
+    let mut listener = Session::open(pg);
+    listener.send("LISTEN hookbin_bins;");
+    let deadline = Instant::now() + PATIENCE;
+    while pg.sql("SELECT count(*) FROM pg_stat_activity WHERE query = 'LISTEN hookbin_bins;'")
+        != "1"
+    {
+        assert!(Instant::now() < deadline, "psql never listened");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let made = a.create_bin();
+    let heard = listener.finish();
+    assert!(
+        heard.contains(&format!("payload \"created {made}\"")),
+        "{heard}"
+    );
+
+    let id = "0123456789abcdefghij";
+    let capture = || b.request("POST", &format!("/r/{id}"), &[], b"x");
+    capture().assert_error(404, "bin_not_found");
+    {
+        let mut locker = Session::open(pg);
+        locker.send("BEGIN; LOCK TABLE bins IN ACCESS EXCLUSIVE MODE;");
+        let deadline = Instant::now() + PATIENCE;
+        while pg.sql(
+            "SELECT count(*) FROM pg_locks WHERE relation = 'bins'::regclass
+             AND mode = 'AccessExclusiveLock' AND granted",
+        ) != "1"
+        {
+            assert!(Instant::now() < deadline, "the lock was never taken");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        for _ in 0..3 {
+            let started = Instant::now();
+            capture().assert_error(404, "bin_not_found");
+            assert!(
+                started.elapsed() < WITHIN,
+                "a repeated miss waited for the database ({:?})",
+                started.elapsed()
+            );
+        }
+        locker.finish();
+    }
+
+    // Made as a node makes it: the row and the announcement, in one transaction.
+    pg.sql(&format!(
+        "WITH made AS (INSERT INTO bins (id, created_at, expires_at) VALUES ('{id}', 0, 9999999999999)
+             RETURNING id)
+         SELECT pg_notify('hookbin_bins', 'created ' || id) FROM made"
+    ));
+    let started = Instant::now();
+    loop {
+        let res = capture();
+        if res.status == 200 {
+            break;
+        }
+        res.assert_error(404, "bin_not_found");
+        assert!(
+            started.elapsed() < WITHIN,
+            "B still refuses the bin after {:?}",
+            started.elapsed()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(a.list_all(id, 10).len(), 1);
+}
+
+/// A psql session fed one line at a time; [`Session::finish`] ends it and returns its output.
+struct Session(std::process::Child);
+
+impl Session {
+    fn open(db: &crate::pg::TestDb) -> Session {
+        let child = Command::new("psql")
+            .args(["-X", "-q", "-d", &db.url])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("psql");
+        Session(child)
+    }
+
+    fn send(&mut self, sql: &str) {
+        let stdin = self.0.stdin.as_mut().unwrap();
+        writeln!(stdin, "{sql}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// One last statement (psql prints the notifications received before it), then the end of
+    /// the session (an open transaction rolls back).
+    fn finish(mut self) -> String {
+        self.send("SELECT 1;");
+        drop(self.0.stdin.take());
+        let out = self.0.wait_with_output().expect("psql");
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    }
+}
+
 /// A psql session holding the reaper's advisory lock until dropped.
 struct HeldLock(std::process::Child);
 

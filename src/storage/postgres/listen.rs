@@ -227,6 +227,7 @@ pub async fn run(
         match connect(&pg).await {
             Ok(conn) => {
                 shared.relay().listening = true;
+                shared.misses().reset(true);
                 tracing::info!("LISTEN connection back; catching streams up from the database");
                 resync(&pool, &shared).await;
                 connection = Some(conn);
@@ -339,6 +340,8 @@ fn on_bin(shared: &Shared, payload: &str) {
         return;
     };
     match what {
+        // Whoever made it has it cached; this node may have found it missing before.
+        "created" => shared.misses().created(bin),
         "deleted" => {
             shared.forget_bin(bin);
             shared.relay().seen.remove(bin);
@@ -348,15 +351,17 @@ fn on_bin(shared: &Shared, payload: &str) {
     }
 }
 
-/// The connection is gone: from now on the writer publishes by itself, and batches waiting for
-/// their notification are delivered now (in order: they committed in that order; a gap another
-/// node's unseen commit leaves is filled by the resync).
+/// The connection is gone: from now on the writer publishes by itself, misses are not kept, and
+/// batches waiting for their notification are delivered now (in order: they committed in that
+/// order; a gap another node's unseen commit leaves is filled by the resync).
 async fn lost(shared: &Shared) {
     let pending = {
         let mut relay = shared.relay();
         relay.listening = false;
         std::mem::take(&mut relay.pending)
     };
+    // Creations are no longer announced to this node: misses cannot be believed.
+    shared.misses().reset(false);
     for (_, waiting) in pending {
         if let Ok(Ok(delivery)) = tokio::time::timeout(DB_TIMEOUT, waiting).await {
             deliver(shared, delivery);
@@ -394,6 +399,7 @@ mod tests {
             bins: Default::default(),
             node: "test".into(),
             relay: Default::default(),
+            misses: Default::default(),
             used_bytes: Default::default(),
         }
     }

@@ -50,13 +50,17 @@ fn bin_from_row(row: &Row) -> Result<Bin, Error> {
     })
 }
 
+/// Inserts the bin and announces it: another node that found no such bin (`misses.rs`) drops
+/// that miss.
 pub async fn create_bin(c: &impl GenericClient, bin: &Bin) -> Result<(), Error> {
     let stmt = c
-        .prepare_cached(
-            "INSERT INTO bins (id, created_at, expires_at, response, request_count,
-                 view_token_hash)
-             VALUES ($1, $2, $3, $4, 0, $5)",
-        )
+        .prepare_cached(&format!(
+            "WITH made AS (
+                 INSERT INTO bins (id, created_at, expires_at, response, request_count,
+                     view_token_hash)
+                 VALUES ($1, $2, $3, $4, 0, $5) RETURNING id)
+             SELECT pg_notify('{CHANNEL_BINS}', 'created ' || id)::text FROM made"
+        ))
         .await?;
     let hash = bin.view_token_hash.as_ref().map(|h| h.as_slice());
     c.execute(
