@@ -30,6 +30,7 @@ use crate::ids::{BinId, RequestId};
 use crate::limits::{ClientSlot, Slot};
 use crate::model::RequestSummary;
 use crate::state::AppState;
+use crate::storage::Subscription;
 use crate::web::ConnInfo;
 use crate::web::body::ChannelBody;
 use crate::web::client::client_ip;
@@ -73,14 +74,16 @@ pub async fn stream(
             )
         });
     };
-    let events = state.events.subscribe(bin.as_str());
+    // Before the response: a capture its client makes once the stream is open must come after
+    // the subscription's start.
+    let subscription = state.store.subscribe(bin.as_str()).await?;
     let (tx, rx) = mpsc::channel::<Bytes>(64);
     state.tasks.spawn(feed(
         state.clone(),
         bin.clone(),
         last,
         filter,
-        events,
+        subscription,
         tx,
         slot,
     ));
@@ -189,10 +192,11 @@ async fn feed(
     bin: BinId,
     last: Option<i64>,
     filter: Option<Search>,
-    mut events: broadcast::Receiver<crate::events::Event>,
+    subscription: Subscription,
     tx: mpsc::Sender<Bytes>,
     _slot: ClientSlot,
 ) {
+    let Subscription { mut events, start } = subscription;
     // Browsers reconnect after `retry` ms; the comment opens the stream at once through proxies.
     if tx
         .send(Bytes::from_static(b"retry: 2000\n: stream open\n\n"))
@@ -201,7 +205,9 @@ async fn feed(
     {
         return;
     }
-    let mut last_sent = last.unwrap_or(0);
+    // A live stream starts where the subscription does: what the engine may deliver from
+    // before it (PostgreSQL, `Subscription::start`) is not new.
+    let mut last_sent = last.or(start).unwrap_or(0);
     let filter = filter.as_ref();
     if last.is_some() && !replay(&state, &bin, filter, &mut last_sent, &tx).await {
         return;

@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use tokio::sync::oneshot;
 
-use crate::events::EventHub;
+use crate::events::{Event, EventHub};
 use crate::model::{Bin, RequestSummary, ResponseRecord, StoredRequest};
 use crate::response::ResponseSpec;
 
@@ -244,6 +244,18 @@ pub struct BinEntry {
     pub view_token_hash: Option<[u8; 32]>,
 }
 
+/// An event stream's subscription to a bin's new captures: [`Store::subscribe`]. Every capture
+/// committed after subscribing reaches `events`, in id order; a stream skips ids it already
+/// sent (on PostgreSQL a catch-up may repeat some).
+#[derive(Debug)]
+pub struct Subscription {
+    pub events: tokio::sync::broadcast::Receiver<Event>,
+    /// PostgreSQL: the bin's newest id just before subscribing, where a live stream starts (ids
+    /// at or below it may arrive too, from another stream's catch-up). SQLite: `None`, nothing
+    /// from before the subscription arrives.
+    pub start: Option<i64>,
+}
+
 /// A stored custom response, checked again. Headers an older hookbin accepted and this one
 /// refuses are left out (the rest of the response still applies), and a response that cannot be
 /// read at all is ignored (the bin answers `200 ok`): either way with a warning.
@@ -438,6 +450,16 @@ impl Store {
         F: Fn(&StoredRequest) -> bool + Send + 'static,
     {
         dispatch!(self, s => s.search_requests(bin, before, limit, with_body, budget, keep).await)
+    }
+
+    /// Subscribes an event stream to the bin's new captures. On PostgreSQL this reads the bin's
+    /// newest id (one query), which tells the node's listener where the stream begins, so that
+    /// after a lost LISTEN connection it catches the stream up from there.
+    pub async fn subscribe(&self, bin: &str) -> Result<Subscription, StoreError> {
+        match self {
+            Store::Sqlite(s) => Ok(s.subscribe(bin)),
+            Store::Postgres(s) => s.subscribe(bin).await,
+        }
     }
 
     /// Summaries with an id above `after`, oldest first (event-stream replay).

@@ -5,6 +5,7 @@
 //! under SQLite they return at once with a note.
 
 use std::io::Write;
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -131,6 +132,170 @@ fn concurrent_captures_on_two_nodes_get_distinct_ids_and_every_stream_sees_all_i
         b.get(&format!("/api/bins/{bin}")).json()["request_count"],
         2 * per_node
     );
+}
+
+/// B's LISTEN connection is cut and kept from coming back (the database takes no new
+/// connections; the pools keep theirs) while A and B both capture: B's writer then publishes by
+/// itself, with A's commits unseen in between. Once the listener is back, a stream on B, opened
+/// on a bin that had no capture before, has every capture exactly once, in id order.
+#[test]
+fn a_stream_misses_nothing_committed_while_its_nodes_listener_was_down() {
+    if postgres_only() {
+        return;
+    }
+    let db = Db::fresh();
+    let pg = db.pg.as_ref().unwrap();
+    let a = db.start(&[]);
+    // B's connections carry a name of their own, to find its LISTEN connection by.
+    let mut b = Server::start_on(
+        Path::new(&format!("{}?application_name=hookbin_b", pg.url)),
+        &[],
+    );
+    b.pg = db.pg.clone();
+    let bin = a.create_bin();
+    let mut live_on_b = EventReader::open(&b, &bin, None);
+    let admin =
+        |sql: &str| crate::pg::psql("postgres", sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+    admin(&format!(
+        "ALTER DATABASE {} ALLOW_CONNECTIONS false",
+        pg.name
+    ));
+    let cut = admin(&format!(
+        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+         WHERE datname = '{}' AND application_name = 'hookbin_b' AND query LIKE 'LISTEN%'",
+        pg.name
+    ));
+    assert_eq!(cut, "1", "B's LISTEN connection");
+    b.wait_for_log("lost the LISTEN connection");
+    let acked = [
+        a.capture(&bin, b"one, on A"),
+        b.capture(&bin, b"two, on B"),
+        a.capture(&bin, b"three, on A"),
+    ];
+    assert_eq!(acked, ["1", "2", "3"]);
+    admin(&format!(
+        "ALTER DATABASE {} ALLOW_CONNECTIONS true",
+        pg.name
+    ));
+    let got: Vec<String> = (0..3).map(|_| live_on_b.next().0).collect();
+    assert_eq!(got, acked, "every capture, in order");
+    // Nothing twice: the next event is the next capture.
+    let four = a.capture(&bin, b"four, on A");
+    assert_eq!(live_on_b.next().0, four);
+}
+
+/// B remembers a bin it did not find: with the `bins` table locked (any query on it waits), B
+/// answers a repeated capture to that id `404` at once, without the database. A node that
+/// creates a bin announces it (`created {bin}`, checked on A), so when a bin with that id is
+/// made the way A makes one, B captures into it within a second, not a cache lifetime later.
+#[test]
+fn a_bin_missed_on_one_node_is_remembered_until_another_node_creates_it() {
+    if postgres_only() {
+        return;
+    }
+    let (db, a, b) = two_nodes(&[]);
+    let pg = db.pg.as_ref().unwrap();
+
+    // A announces what it creates.
+    let mut listener = Session::open(pg);
+    listener.send("LISTEN hookbin_bins;");
+    let deadline = Instant::now() + PATIENCE;
+    while pg.sql("SELECT count(*) FROM pg_stat_activity WHERE query = 'LISTEN hookbin_bins;'")
+        != "1"
+    {
+        assert!(Instant::now() < deadline, "psql never listened");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let made = a.create_bin();
+    let heard = listener.finish();
+    assert!(
+        heard.contains(&format!("payload \"created {made}\"")),
+        "{heard}"
+    );
+
+    let id = "0123456789abcdefghij";
+    let capture = || b.request("POST", &format!("/r/{id}"), &[], b"x");
+    capture().assert_error(404, "bin_not_found");
+    {
+        let mut locker = Session::open(pg);
+        locker.send("BEGIN; LOCK TABLE bins IN ACCESS EXCLUSIVE MODE;");
+        let deadline = Instant::now() + PATIENCE;
+        while pg.sql(
+            "SELECT count(*) FROM pg_locks WHERE relation = 'bins'::regclass
+             AND mode = 'AccessExclusiveLock' AND granted",
+        ) != "1"
+        {
+            assert!(Instant::now() < deadline, "the lock was never taken");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        for _ in 0..3 {
+            let started = Instant::now();
+            capture().assert_error(404, "bin_not_found");
+            assert!(
+                started.elapsed() < WITHIN,
+                "a repeated miss waited for the database ({:?})",
+                started.elapsed()
+            );
+        }
+        locker.finish();
+    }
+
+    // Made as a node makes it: the row and the announcement, in one transaction.
+    pg.sql(&format!(
+        "WITH made AS (INSERT INTO bins (id, created_at, expires_at) VALUES ('{id}', 0, 9999999999999)
+             RETURNING id)
+         SELECT pg_notify('hookbin_bins', 'created ' || id) FROM made"
+    ));
+    let started = Instant::now();
+    loop {
+        let res = capture();
+        if res.status == 200 {
+            break;
+        }
+        res.assert_error(404, "bin_not_found");
+        assert!(
+            started.elapsed() < WITHIN,
+            "B still refuses the bin after {:?}",
+            started.elapsed()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(a.list_all(id, 10).len(), 1);
+}
+
+/// A psql session fed one line at a time; [`Session::finish`] ends it and returns its output.
+struct Session(std::process::Child);
+
+impl Session {
+    fn open(db: &crate::pg::TestDb) -> Session {
+        let child = Command::new("psql")
+            .args(["-X", "-q", "-d", &db.url])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("psql");
+        Session(child)
+    }
+
+    fn send(&mut self, sql: &str) {
+        let stdin = self.0.stdin.as_mut().unwrap();
+        writeln!(stdin, "{sql}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// One last statement (psql prints the notifications received before it), then the end of
+    /// the session (an open transaction rolls back).
+    fn finish(mut self) -> String {
+        self.send("SELECT 1;");
+        drop(self.0.stdin.take());
+        let out = self.0.wait_with_output().expect("psql");
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    }
 }
 
 /// A psql session holding the reaper's advisory lock until dropped.

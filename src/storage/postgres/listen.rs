@@ -11,22 +11,31 @@
 //! bin is answered by the writer right after its COMMIT, and its notification is handled like
 //! another node's (a stream that opened meanwhile is caught up from the database).
 //!
+//! A stream drops an id at or below the last one it sent, so a bin's requests must be published
+//! without a hole: [`Relay::seen`] is, per watched bin, the id up to which its streams have
+//! everything, and nothing is published past a gap after it. A stream sets it (or lowers it) to
+//! the bin's newest id when it subscribes ([`subscribe`]), so every watched bin has one. Memory
+//! batches that would leave a gap (another node committed in between, unseen yet) are held back
+//! and read from the database instead: at once by the listener, or by the catch-up after a
+//! reconnection when the writer publishes by itself.
+//!
 //! When the connection is lost, batches waiting for their notification are published and
 //! answered at once (they are committed), the writer publishes by itself until the listener is
-//! back, and after reconnecting the listener catches every stream up from the database: from the
-//! last id it published for the bin, so a stream that stayed open misses nothing. The bin cache
-//! is dropped too, since changes announced meanwhile were missed.
+//! back, and after reconnecting the listener catches every watched bin up from the database,
+//! from its `seen`, so a stream that stayed open misses nothing, even one whose bin had no
+//! capture before. The bin cache is dropped too, since changes announced meanwhile were missed.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
 use deadpool_postgres::Pool;
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use tokio_postgres::{AsyncMessage, Client, NoTls, Notification};
 
 use super::writer::parse_notice;
 use super::{CHANNEL_BINS, CHANNEL_REQUESTS, DB_TIMEOUT, Shared, read};
+use crate::events::Event;
 use crate::model::RequestSummary;
 use crate::storage::{CaptureOutcome, CaptureReply, NewCapture, StoreError};
 
@@ -44,7 +53,9 @@ pub struct Relay {
     /// This node's batches that committed or are committing, by batch number, waiting for
     /// their notification.
     pub pending: BTreeMap<u64, oneshot::Receiver<Delivery>>,
-    /// The highest request id published per watched bin: where a catch-up starts.
+    /// Per watched bin, the id up to which its streams have every request (published to them,
+    /// or older than they are): where publishing goes on, and a catch-up starts. Set when a
+    /// stream subscribes; dropped once nobody watches the bin.
     pub seen: HashMap<String, i64>,
 }
 
@@ -59,27 +70,78 @@ pub struct Delivery {
     )>,
 }
 
-/// Publishes the batch to local streams, then answers its callers.
+/// Subscribes a stream to `bin`, whose newest id was `newest` just before. Under the relay's
+/// lock, so no publisher finds the bin watched without a `seen`. Lowering `seen` is always
+/// safe (streams drop what they already have); the new stream needs everything after `newest`.
+pub fn subscribe(shared: &Shared, bin: &str, newest: i64) -> broadcast::Receiver<Event> {
+    let mut relay = shared.relay();
+    let events = shared.events.subscribe(bin);
+    let seen = relay.seen.entry(bin.to_owned()).or_insert(newest);
+    *seen = (*seen).min(newest);
+    events
+}
+
+/// Publishes the batch to local streams, then answers its callers. What would leave a gap is
+/// not published: the caller catches up (the listener) or the next resync does (the writer and
+/// [`lost`] run while the listener is down or going down).
 pub fn deliver(shared: &Shared, delivery: Delivery) {
-    publish(shared, delivery.summaries);
-    for (reply, outcome, capture) in delivery.answers {
+    publish_batch(shared, delivery.summaries);
+    answer(delivery.answers);
+}
+
+fn answer(
+    answers: Vec<(
+        CaptureReply,
+        Result<CaptureOutcome, StoreError>,
+        Box<NewCapture>,
+    )>,
+) {
+    for (reply, outcome, capture) in answers {
         // The caller may have gone away (client disconnected); nothing to do then.
         let _ = reply.send((outcome, capture));
     }
 }
 
-fn publish(shared: &Shared, summaries: Vec<RequestSummary>) {
+/// Publishes this node's summaries (from memory: each bin's ids consecutive) that follow on
+/// from `seen`; the rest of a bin after a gap is left to a catch-up from the database. Bins
+/// without `seen` are not watched and skipped.
+fn publish_batch(shared: &Shared, summaries: Vec<RequestSummary>) {
     if summaries.is_empty() {
         return;
     }
-    {
-        let mut relay = shared.relay();
-        for s in &summaries {
-            let seen = relay.seen.entry(s.bin_id.clone()).or_default();
-            *seen = (*seen).max(s.id.get());
+    // Held while publishing: two publishers (the writer, the listener) must not interleave a
+    // bin's ids.
+    let mut relay = shared.relay();
+    let mut next = Vec::with_capacity(summaries.len());
+    for s in summaries {
+        if let Some(seen) = relay.seen.get_mut(&s.bin_id)
+            && s.id.get() == *seen + 1
+        {
+            *seen += 1;
+            next.push(s);
         }
     }
-    shared.events.publish(summaries);
+    shared.events.publish(next);
+}
+
+/// Publishes `rows` of `bin`, read from the database: all its requests after `after`, oldest
+/// first, as far as they go. `false` when that would leave a gap (`seen` was lowered below
+/// `after` by a new stream meanwhile): read again from `seen`.
+fn publish_read(shared: &Shared, bin: &str, after: i64, rows: Vec<RequestSummary>) -> bool {
+    let mut relay = shared.relay();
+    let Some(seen) = relay.seen.get_mut(bin) else {
+        // Nobody watches the bin any more.
+        return true;
+    };
+    if *seen < after {
+        return false;
+    }
+    let rows: Vec<RequestSummary> = rows.into_iter().filter(|r| r.id.get() > *seen).collect();
+    if let Some(last) = rows.last() {
+        *seen = last.id.get();
+    }
+    shared.events.publish(rows);
+    true
 }
 
 /// A listening connection: the client (kept to keep the session) and its notifications.
@@ -165,6 +227,7 @@ pub async fn run(
         match connect(&pg).await {
             Ok(conn) => {
                 shared.relay().listening = true;
+                shared.misses().reset(true);
                 tracing::info!("LISTEN connection back; catching streams up from the database");
                 resync(&pool, &shared).await;
                 connection = Some(conn);
@@ -202,40 +265,45 @@ async fn on_requests(pool: &Pool, shared: &Shared, payload: &str) {
         tracing::warn!(payload, "unreadable notification ignored");
         return;
     };
+    let mut answers = Vec::new();
     if notice.node == shared.node {
         let waiting = shared.relay().pending.remove(&notice.batch_no);
-        if let Some(waiting) = waiting {
-            // The writer hands the batch over right after its COMMIT returns.
-            if let Ok(Ok(delivery)) = tokio::time::timeout(DB_TIMEOUT, waiting).await {
-                deliver(shared, delivery);
-            }
-            return;
+        // The writer hands the batch over right after its COMMIT returns.
+        if let Some(waiting) = waiting
+            && let Ok(Ok(delivery)) = tokio::time::timeout(DB_TIMEOUT, waiting).await
+        {
+            publish_batch(shared, delivery.summaries);
+            answers = delivery.answers;
         }
-        // A batch the writer answered by itself (no watched bin when it committed), or a
-        // later chunk of one delivered above: a stream opened meanwhile is caught up below,
-        // and the published ids (`seen`) make the rest a no-op.
+        // Otherwise a batch the writer answered by itself (no watched bin when it committed),
+        // or a later chunk of one delivered here: a stream opened meanwhile is caught up below.
     }
-    for (bin, first, last) in notice.bins {
-        let from = {
+    // Another node's batch, or a gap left above: read what is missing.
+    for (bin, _, last) in notice.bins {
+        let behind = {
             let mut relay = shared.relay();
             if !shared.events.is_watched(bin) {
                 relay.seen.remove(bin);
                 continue;
             }
-            match relay.seen.get(bin) {
-                Some(&seen) if seen >= last => continue,
-                // From the last published id: also fills a gap a failed read left.
-                Some(&seen) => seen,
-                None => first - 1,
-            }
+            relay.seen.get(bin).is_some_and(|&seen| seen < last)
         };
-        catch_up(pool, shared, bin, from, Some(last)).await;
+        if behind {
+            catch_up(pool, shared, bin, Some(last)).await;
+        }
     }
+    answer(answers);
 }
 
-/// Publishes the bin's requests after `from` (up to `upto` when given) from the database.
-async fn catch_up(pool: &Pool, shared: &Shared, bin: &str, mut from: i64, upto: Option<i64>) {
+/// Publishes the bin's requests after its `seen` (up to `upto` when given) from the database.
+async fn catch_up(pool: &Pool, shared: &Shared, bin: &str, upto: Option<i64>) {
     loop {
+        let Some(from) = shared.relay().seen.get(bin).copied() else {
+            return;
+        };
+        if upto.is_some_and(|u| from >= u) {
+            return;
+        }
         let fetched = tokio::time::timeout(DB_TIMEOUT, async {
             let client = pool.get().await.map_err(super::pool_error)?;
             read::summaries_after(&client, bin, from, PAGE)
@@ -246,6 +314,7 @@ async fn catch_up(pool: &Pool, shared: &Shared, bin: &str, mut from: i64, upto: 
         let rows = match fetched {
             Ok(Ok(rows)) => rows,
             Ok(Err(e)) => {
+                // `seen` stays: the next notification for the bin, or a resync, reads again.
                 tracing::warn!(bin_id = %bin, cause = %e, "catching a stream up failed");
                 return;
             }
@@ -254,17 +323,13 @@ async fn catch_up(pool: &Pool, shared: &Shared, bin: &str, mut from: i64, upto: 
                 return;
             }
         };
-        let full = rows.len() == PAGE;
+        let read_to = rows.last().map(|r| r.id.get());
+        let done = rows.len() < PAGE || upto.is_some_and(|u| read_to.is_some_and(|r| r >= u));
         let rows: Vec<RequestSummary> = rows
             .into_iter()
             .filter(|r| upto.is_none_or(|u| r.id.get() <= u))
             .collect();
-        if let Some(last) = rows.last() {
-            from = last.id.get();
-        }
-        let done = !full || rows.is_empty() || upto.is_some_and(|u| from >= u);
-        publish(shared, rows);
-        if done {
+        if publish_read(shared, bin, from, rows) && done {
             return;
         }
     }
@@ -274,21 +339,29 @@ fn on_bin(shared: &Shared, payload: &str) {
     let Some((what, bin)) = payload.split_once(' ') else {
         return;
     };
-    shared.forget_bin(bin);
-    if what == "deleted" {
-        shared.relay().seen.remove(bin);
-        shared.events.close(bin);
+    match what {
+        // Whoever made it has it cached; this node may have found it missing before.
+        "created" => shared.misses().created(bin),
+        "deleted" => {
+            shared.forget_bin(bin);
+            shared.relay().seen.remove(bin);
+            shared.events.close(bin);
+        }
+        _ => shared.forget_bin(bin),
     }
 }
 
-/// The connection is gone: from now on the writer publishes by itself, and batches waiting for
-/// their notification are delivered now (in order: they committed in that order).
+/// The connection is gone: from now on the writer publishes by itself, misses are not kept, and
+/// batches waiting for their notification are delivered now (in order: they committed in that
+/// order; a gap another node's unseen commit leaves is filled by the resync).
 async fn lost(shared: &Shared) {
     let pending = {
         let mut relay = shared.relay();
         relay.listening = false;
         std::mem::take(&mut relay.pending)
     };
+    // Creations are no longer announced to this node: misses cannot be believed.
+    shared.misses().reset(false);
     for (_, waiting) in pending {
         if let Ok(Ok(delivery)) = tokio::time::timeout(DB_TIMEOUT, waiting).await {
             deliver(shared, delivery);
@@ -297,19 +370,121 @@ async fn lost(shared: &Shared) {
 }
 
 /// After a reconnection: drop the bin cache (changes were missed) and catch every watched bin
-/// up from the last id published for it.
+/// up from its `seen` (each has one: see [`subscribe`]).
 async fn resync(pool: &Pool, shared: &Shared) {
     shared
         .bins
         .write()
         .unwrap_or_else(|e| e.into_inner())
         .clear();
-    let bins: Vec<(String, i64)> = {
+    let bins: Vec<String> = {
         let mut relay = shared.relay();
         relay.seen.retain(|bin, _| shared.events.is_watched(bin));
-        relay.seen.iter().map(|(b, s)| (b.clone(), *s)).collect()
+        relay.seen.keys().cloned().collect()
     };
-    for (bin, from) in bins {
-        catch_up(pool, shared, &bin, from, None).await;
+    for bin in bins {
+        catch_up(pool, shared, &bin, None).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::events::EventHub;
+    use crate::ids::RequestId;
+
+    fn shared() -> Shared {
+        Shared {
+            events: EventHub::new(),
+            bins: Default::default(),
+            node: "test".into(),
+            relay: Default::default(),
+            misses: Default::default(),
+            used_bytes: Default::default(),
+        }
+    }
+
+    fn summary(bin: &str, id: i64) -> RequestSummary {
+        RequestSummary {
+            id: RequestId::from_row(id),
+            bin_id: bin.into(),
+            method: "POST".into(),
+            path: format!("/r/{bin}"),
+            subpath: String::new(),
+            query: String::new(),
+            content_type: None,
+            body_size: 0,
+            body_truncated: false,
+            remote_addr: "127.0.0.1".into(),
+            received_at: 0,
+        }
+    }
+
+    fn received(rx: &mut broadcast::Receiver<Event>) -> Vec<i64> {
+        let mut ids = Vec::new();
+        while let Ok(batch) = rx.try_recv() {
+            ids.extend(batch.summaries().iter().map(|s| s.id.get()));
+        }
+        ids
+    }
+
+    #[test]
+    fn a_batch_after_a_gap_waits_for_the_read_that_fills_it() {
+        let shared = shared();
+        // The bin had no capture when the stream opened.
+        let mut rx = subscribe(&shared, "a", 0);
+        // Another node's 1 is not seen yet: this node's 2 must not go first.
+        publish_batch(&shared, vec![summary("a", 2)]);
+        assert_eq!(received(&mut rx), Vec::<i64>::new());
+        // The catch-up reads 1 and 2 from the database.
+        assert!(publish_read(
+            &shared,
+            "a",
+            0,
+            vec![summary("a", 1), summary("a", 2)]
+        ));
+        publish_batch(&shared, vec![summary("a", 3), summary("a", 4)]);
+        assert_eq!(received(&mut rx), [1, 2, 3, 4]);
+        // Nothing twice: a later read from before publishes only what is new.
+        assert!(publish_read(
+            &shared,
+            "a",
+            3,
+            vec![summary("a", 4), summary("a", 5)]
+        ));
+        assert_eq!(received(&mut rx), [5]);
+    }
+
+    #[test]
+    fn a_new_stream_lowers_where_publishing_goes_on_and_a_read_from_above_is_refused() {
+        let shared = shared();
+        let mut old = subscribe(&shared, "a", 10);
+        // A stream opening while 11 and 12 are committed but still to be published.
+        let mut new = subscribe(&shared, "a", 12);
+        assert_eq!(shared.relay().seen["a"], 10);
+        // A stream opening after 11 was published but whose read of the newest id came before:
+        // it needs 11 again.
+        publish_batch(&shared, vec![summary("a", 11)]);
+        let mut late = subscribe(&shared, "a", 10);
+        assert_eq!(shared.relay().seen["a"], 10);
+        // A read that began from 11 would skip 11 for the late stream.
+        assert!(!publish_read(&shared, "a", 11, vec![summary("a", 12)]));
+        assert!(publish_read(
+            &shared,
+            "a",
+            10,
+            vec![summary("a", 11), summary("a", 12)]
+        ));
+        assert_eq!(received(&mut old), [11, 11, 12]);
+        assert_eq!(received(&mut new), [11, 11, 12]);
+        assert_eq!(received(&mut late), [11, 12]);
+    }
+
+    #[test]
+    fn unwatched_bins_are_not_tracked() {
+        let shared = shared();
+        publish_batch(&shared, vec![summary("a", 1)]);
+        assert!(publish_read(&shared, "a", 0, vec![summary("a", 1)]));
+        assert!(shared.relay().seen.is_empty());
     }
 }

@@ -8,9 +8,10 @@
 //!   bounded by [`DB_TIMEOUT`]: an unreachable database is a [`StoreError::Unavailable`] within
 //!   it, never a hang, and the pool reconnects by itself when the database is back.
 //! - Live bins are cached, but the cache is not authoritative: another node may create a bin, so
-//!   a miss asks the database (and caches the answer). Changes made on any node (a bin deleted,
-//!   its response changed) are announced with NOTIFY and drop the other nodes' entries; the
-//!   writer's own check in the transaction is what finally decides.
+//!   a miss asks the database (and caches the answer). Changes made on any node (a bin created
+//!   or deleted, its response changed) are announced with NOTIFY and drop the other nodes'
+//!   entries; the writer's own check in the transaction is what finally decides. Bins found
+//!   missing are remembered briefly, while creations are announced to this node (`misses.rs`).
 //! - Event streams: each commit NOTIFYs which bins got which request ids, and every node's
 //!   listener (one dedicated connection, `listen.rs`) publishes them to its local streams, in
 //!   commit order. After a lost listener connection it reconnects and catches up from the
@@ -23,6 +24,7 @@
 //! in between. A URL that requires TLS (`sslmode=require`) fails at start with a clear error.
 
 mod listen;
+mod misses;
 mod read;
 mod schema;
 mod writer;
@@ -39,7 +41,7 @@ use tokio_postgres::NoTls;
 
 use super::{
     BinEntry, NewCapture, PendingCapture, ReapProgress, ScanBudget, SearchPage, StoreConfig,
-    StoreError, stored_response,
+    StoreError, Subscription, stored_response,
 };
 use crate::events::EventHub;
 use crate::model::{Bin, RequestSummary, StoredRequest};
@@ -55,7 +57,7 @@ pub const REAPER_LOCK: i64 = 0x686f_6f6b_6269_6e01;
 pub const MIGRATION_LOCK: i64 = 0x686f_6f6b_6269_6e02;
 /// NOTIFY channel of committed captures: `{node} {batch}` then `{bin} {first} {last}` lines.
 pub const CHANNEL_REQUESTS: &str = "hookbin_requests";
-/// NOTIFY channel of bin changes: `deleted {bin}` or `changed {bin}`.
+/// NOTIFY channel of bin changes: `created {bin}`, `deleted {bin}` or `changed {bin}`.
 pub const CHANNEL_BINS: &str = "hookbin_bins";
 
 /// The URL without its password, for logs and errors.
@@ -128,6 +130,8 @@ struct Shared {
     /// This process's name in NOTIFY payloads, to tell its own commits from other nodes'.
     node: String,
     relay: Mutex<listen::Relay>,
+    /// Bins looked up and not found, while that can be trusted.
+    misses: Mutex<misses::Misses>,
     /// The stored bytes of every bin (`--max-db-bytes`): refreshed from the database once a
     /// second while capturing and after deletes, plus this node's batches in between.
     used_bytes: AtomicU64,
@@ -143,6 +147,10 @@ impl Shared {
 
     fn relay(&self) -> std::sync::MutexGuard<'_, listen::Relay> {
         self.relay.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn misses(&self) -> std::sync::MutexGuard<'_, misses::Misses> {
+        self.misses.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -217,6 +225,7 @@ impl PgStore {
             bins: RwLock::new(HashMap::new()),
             node: node_name(),
             relay: Mutex::new(listen::Relay::default()),
+            misses: Mutex::new(misses::Misses::default()),
             used_bytes: AtomicU64::new(0),
         });
         writer::refresh_size(&pool, &shared).await;
@@ -226,6 +235,7 @@ impl PgStore {
             .await
             .map_err(|e| failed(format!("cannot LISTEN: {e}")))?;
         shared.relay().listening = true;
+        shared.misses().reset(true);
         let (stop, stopped) = watch::channel(false);
         let listener = tokio::spawn(listen::run(
             pg,
@@ -265,25 +275,36 @@ impl PgStore {
         bins.get(id).filter(|b| b.expires_at > now).cloned()
     }
 
-    /// From the cache, else from the database (then cached).
+    /// From the cache, else from the database (then cached, found or not: see `misses.rs`).
     pub async fn find_bin(&self, id: &str, now: i64) -> Result<Option<BinEntry>, StoreError> {
         if let Some(entry) = self.bin_entry(id, now) {
             return Ok(Some(entry));
         }
+        let generation = {
+            let misses = self.shared.misses();
+            if misses.missing(id, std::time::Instant::now()) {
+                return Ok(None);
+            }
+            misses.generation()
+        };
         let found = timed("bin lookup", async {
             let client = self.pool.get().await.map_err(pool_error)?;
             read::live_bin(&client, id, now).await.map_err(db_error)
         })
         .await?;
-        Ok(found.map(|(expires_at, response, view_token_hash)| {
-            let entry = BinEntry {
-                expires_at,
-                response: response.and_then(|json| stored_response(id, &json)),
-                view_token_hash,
-            };
-            self.remember_bin(id, entry.clone());
-            entry
-        }))
+        let Some((expires_at, response, view_token_hash)) = found else {
+            self.shared
+                .misses()
+                .remember(id, generation, std::time::Instant::now());
+            return Ok(None);
+        };
+        let entry = BinEntry {
+            expires_at,
+            response: response.and_then(|json| stored_response(id, &json)),
+            view_token_hash,
+        };
+        self.remember_bin(id, entry.clone());
+        Ok(Some(entry))
     }
 
     pub fn bin_count(&self) -> usize {
@@ -321,6 +342,7 @@ impl PgStore {
     ) -> Result<(), StoreError> {
         self.with_client("create bin", async |c| read::create_bin(&*c, &bin).await)
             .await?;
+        self.shared.misses().created(&bin.id);
         self.remember_bin(
             &bin.id,
             BinEntry {
@@ -456,6 +478,21 @@ impl PgStore {
                 Stop::Next(_) => return Ok(scan.page),
             }
         }
+    }
+
+    /// Subscribes an event stream. The bin's newest id is read first and the subscription then
+    /// starts from it (`listen::subscribe`): whatever the listener publishes for the bin from then
+    /// on, including a catch-up after a lost connection, continues from there at the latest.
+    /// Read after subscribing instead, a capture committed in between could be taken as
+    /// already published.
+    pub async fn subscribe(&self, bin: &str) -> Result<Subscription, StoreError> {
+        let newest = self
+            .with_client("stream start", async |c| read::newest_id(&*c, bin).await)
+            .await?;
+        Ok(Subscription {
+            events: listen::subscribe(&self.shared, bin, newest),
+            start: Some(newest),
+        })
     }
 
     pub async fn requests_after(

@@ -50,13 +50,17 @@ fn bin_from_row(row: &Row) -> Result<Bin, Error> {
     })
 }
 
+/// Inserts the bin and announces it: another node that found no such bin (`misses.rs`) drops
+/// that miss.
 pub async fn create_bin(c: &impl GenericClient, bin: &Bin) -> Result<(), Error> {
     let stmt = c
-        .prepare_cached(
-            "INSERT INTO bins (id, created_at, expires_at, response, request_count,
-                 view_token_hash)
-             VALUES ($1, $2, $3, $4, 0, $5)",
-        )
+        .prepare_cached(&format!(
+            "WITH made AS (
+                 INSERT INTO bins (id, created_at, expires_at, response, request_count,
+                     view_token_hash)
+                 VALUES ($1, $2, $3, $4, 0, $5) RETURNING id)
+             SELECT pg_notify('{CHANNEL_BINS}', 'created ' || id)::text FROM made"
+        ))
         .await?;
     let hash = bin.view_token_hash.as_ref().map(|h| h.as_slice());
     c.execute(
@@ -93,13 +97,7 @@ pub async fn bin(c: &impl GenericClient, id: &str, now: i64) -> Result<Option<Bi
 /// `schema-postgres.sql`).
 pub async fn delete_bin(c: &mut deadpool_postgres::Client, id: &str) -> Result<bool, Error> {
     let tx = c.transaction().await?;
-    let bin = tx
-        .prepare_cached(&format!(
-            "WITH gone AS (DELETE FROM bins WHERE id = $1 RETURNING id)
-             SELECT pg_notify('{CHANNEL_BINS}', 'deleted ' || id)::text FROM gone"
-        ))
-        .await?;
-    if tx.query(&bin, &[&id]).await?.is_empty() {
+    if !delete_bin_row(&tx, id).await? {
         return Ok(false);
     }
     let requests = tx
@@ -108,6 +106,19 @@ pub async fn delete_bin(c: &mut deadpool_postgres::Client, id: &str) -> Result<b
     tx.execute(&requests, &[&id]).await?;
     tx.commit().await?;
     Ok(true)
+}
+
+/// Deletes the bin's row and announces it to every node (`deleted {bin}`: they drop it from
+/// their caches and close its streams); `false` if there was none. Its requests are the
+/// caller's to delete, in the same transaction.
+async fn delete_bin_row(c: &impl GenericClient, id: &str) -> Result<bool, Error> {
+    let stmt = c
+        .prepare_cached(&format!(
+            "WITH gone AS (DELETE FROM bins WHERE id = $1 RETURNING id)
+             SELECT pg_notify('{CHANNEL_BINS}', 'deleted ' || id)::text FROM gone"
+        ))
+        .await?;
+    Ok(!c.query(&stmt, &[&id]).await?.is_empty())
 }
 
 /// Sets the response of a live bin and tells the other nodes to drop their cached copy.
@@ -240,6 +251,18 @@ pub async fn last_request_id(c: &impl GenericClient, bin: &str) -> Result<i64, E
         .prepare_cached("SELECT COALESCE(MAX(seq), 0)::int8 FROM bin_requests WHERE bin_id = $1")
         .await?;
     c.query_one(&stmt, &[&bin]).await?.try_get(0)
+}
+
+/// The highest id given in the bin so far (`0` for none, or no such bin): unlike
+/// [`last_request_id`], it counts requests deleted since.
+pub async fn newest_id(c: &impl GenericClient, bin: &str) -> Result<i64, Error> {
+    let stmt = c
+        .prepare_cached("SELECT last_request_id FROM bins WHERE id = $1")
+        .await?;
+    Ok(match c.query_opt(&stmt, &[&bin]).await? {
+        Some(row) => row.try_get(0)?,
+        None => 0,
+    })
 }
 
 /// Requests with `after < seq <= upto`, oldest first, bounded by rows and body bytes (the row
@@ -375,12 +398,6 @@ pub async fn reap(
                (SELECT seq FROM bin_requests WHERE bin_id = $1 ORDER BY seq LIMIT $2)",
         )
         .await?;
-    let delete_bin = tx
-        .prepare_cached(&format!(
-            "WITH gone AS (DELETE FROM bins WHERE id = $1 RETURNING id)
-             SELECT pg_notify('{CHANNEL_BINS}', 'deleted ' || id)::text FROM gone"
-        ))
-        .await?;
     let mut left = budget.max(1) as i64;
     for id in ids {
         let n = tx.execute(&delete_requests, &[&id, &left]).await? as i64;
@@ -390,7 +407,7 @@ pub async fn reap(
             // The bin may still hold requests; the next step continues with it.
             break;
         }
-        tx.query(&delete_bin, &[&id]).await?;
+        delete_bin_row(&tx, &id).await?;
         progress.bins_deleted.push(id);
     }
     tx.commit().await?;

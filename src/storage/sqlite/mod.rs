@@ -23,7 +23,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::{
     BinEntry, NewCapture, PendingCapture, ReapProgress, ScanBudget, SearchPage, StoreConfig,
-    StoreError,
+    StoreError, Subscription,
 };
 use crate::events::EventHub;
 use crate::model::{Bin, RequestSummary, StoredRequest};
@@ -41,6 +41,8 @@ pub struct SqliteStore {
     path: PathBuf,
     /// Bytes of the database in use, updated by the writer after every batch.
     used_bytes: Arc<AtomicU64>,
+    /// What the writer publishes to.
+    events: Arc<EventHub>,
 }
 
 /// The background threads of a [`SqliteStore`]: the writer, and the checkpointer beside it.
@@ -95,7 +97,10 @@ impl SqliteStore {
             .map_err(spawn_failed)?;
         let writer = std::thread::Builder::new()
             .name("hookbin-writer".into())
-            .spawn(move || writer::run(conn, rx, events, wal, writer_used))
+            .spawn({
+                let events = events.clone();
+                move || writer::run(conn, rx, events, wal, writer_used)
+            })
             .map_err(spawn_failed)?;
         let store = SqliteStore {
             writes: tx,
@@ -104,6 +109,7 @@ impl SqliteStore {
             bins: RwLock::new(bins),
             path: path.to_owned(),
             used_bytes,
+            events,
         };
         let threads = WriterThread {
             writer,
@@ -126,6 +132,15 @@ impl SqliteStore {
     /// Writes waiting for the writer thread right now.
     pub fn queue_depth(&self) -> usize {
         self.write_capacity - self.writes.capacity()
+    }
+
+    /// The writer publishes each commit as it happens, so a plain subscription misses nothing
+    /// committed after it.
+    pub fn subscribe(&self, bin: &str) -> Subscription {
+        Subscription {
+            events: self.events.subscribe(bin),
+            start: None,
+        }
     }
 
     /// The live bin `id`, from memory. Expired bins count as absent.
