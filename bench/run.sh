@@ -155,7 +155,8 @@ metric_sum() {
 }
 
 # Metric names as in src/metrics.rs. Both counters are bumped after the commit (captured) or
-# after a whole reaping run (reaped), so they are exact at the moments they are read here.
+# after each reaping step (reaped: requests as they go, a bin once its last request is gone), so
+# they are exact at the moments they are read here.
 CAPTURED_METRICS=(hookbin_requests_captured_total)   # every committed capture, evicted or not
 REAPED_BIN_METRICS=(hookbin_bins_reaped_total)       # expired bins deleted by the reaper
 REAPED_REQ_METRICS=(hookbin_requests_reaped_total)   # their requests
@@ -607,7 +608,7 @@ if has "$SECTIONS" reap; then
 
     say ""
     say "capture load on a fresh bin in ${REAP_SLICE} s slices (t = seconds since the first old bin expired;"
-    say "the reaped counters move once per reaping run, when the run has finished):"
+    say "the reaped counters move after each reaping step; a bin counts once its last request is gone):"
     printf '%8s %10s %9s %9s %9s %9s  %s\n' t "req/s" "p50 ms" "p99 ms" "p99.9 ms" "max ms" "reap progress"
     slice_p99=(); slice_max=(); done_after=-1
     for ((i = 1; i <= REAP_MAX_SLICES; i++)); do

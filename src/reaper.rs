@@ -3,16 +3,16 @@
 //! Expired bins already answer 404 before they are reaped (every lookup compares `expires_at`
 //! with now); reaping reclaims their space. Each step is one transaction, queued like any other
 //! write. The step size adapts to keep each step near its engine's target, whatever the row
-//! sizes, and the reaper pauses between steps (see [`Pacing`]).
+//! sizes, and the reaper pauses between steps (see `Pacing`).
 //!
 //! On SQLite a step holds the only writer: every capture that arrives during it waits for all of
 //! it. So the steps are short (about 1 ms) and spaced out (50x the step, at least 40 ms: about 20
 //! a second, 2% of the writer's time). Measured with `bench/run.sh`'s reap of 100k requests under
 //! load (bench/RESULTS.md, 2026-12-01): steps of 1 ms with pauses of 3x the step (about 100 steps
-//! a second, the reap done in 2 s) put the capture p99 at 2.1-3.0x that of the same load without
-//! a reap; longer steps spaced further apart were worse (8-16 ms every 300+ ms: 4.7x), and steps
-//! of 3 ms every 100+ ms (1.4-2.1x) no better than these (1.5x); 0.5 ms steps every 20+ ms were
-//! too slow to finish the reap within the benchmark's 40 s.
+//! a second, the reap done in 2-4 s) put the capture p99 at 2.1-3.0x that of the same load without
+//! a reap, and with these 1.3-1.8x. Longer steps spaced further apart were worse (8-16 ms every
+//! 300+ ms: 4.7x; 3 ms every 100+ ms: 1.3-2.1x); 0.5 ms steps every 20+ ms were too slow to
+//! finish the reap within the benchmark's 40 s.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
@@ -36,8 +36,8 @@ struct Pacing {
 }
 
 /// SQLite: the engine measures the step inside the writer (`step_time`), and a step stops every
-/// capture while it runs. In the benchmark (100 bins x 1000 requests under load) that is about
-/// 6,000 rows a second: 100k requests in 15-20 s.
+/// capture while it runs. In the benchmark (100 bins x 1000 requests under load) that reaped
+/// 4,000-6,000 rows a second: 100k requests in 17-24 s.
 const WRITER: Pacing = Pacing {
     target: Duration::from_millis(1),
     pause_factor: 50,
