@@ -1,5 +1,5 @@
-# Shared helpers for bench/growth.sh, bench/soak.sh and bench/viewers.sh (sourced, not run).
-# bench/run.sh keeps its own copies of the few it shares with these.
+# Shared helpers for bench/run.sh, bench/growth.sh, bench/soak.sh and bench/viewers.sh (sourced,
+# not run): settings, servers (start, stop, cleanup on exit), hookbin's API, the machine.
 #
 # Every script: unsets HOOKBIN_* and RUST_LOG (hookbin runs with its defaults plus the flags the
 # script names), starts servers on 127.0.0.1 port 0 only, stops everything it started on exit,
@@ -84,10 +84,10 @@ build_tools() { # [NEED_HOOKBIN=1]
 # Servers
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/hookbin-bench.XXXXXX")
-declare -A PID=() ADDR=() HWM_KB=()
-BG_PIDS=()
+declare -A PID=() ADDR=() HWM_KB=() EXIT_CODE=()
+BG_PIDS=()   # background helpers (load generators, samplers), stopped by cleanup
 
-stop_server() { # NAME: SIGTERM, wait up to 15 s, then SIGKILL; records VmHWM in HWM_KB
+stop_server() { # NAME: SIGTERM, wait up to 15 s, then SIGKILL; records VmHWM in HWM_KB, status in EXIT_CODE
     local name=$1 pid=${PID[$1]:-}
     [[ -n $pid ]] || return 0
     if kill -0 "$pid" 2>/dev/null; then
@@ -100,16 +100,21 @@ stop_server() { # NAME: SIGTERM, wait up to 15 s, then SIGKILL; records VmHWM in
             kill -KILL "$pid" 2>/dev/null || true
         fi
     fi
-    wait "$pid" 2>/dev/null || true
+    local rc=0
+    wait "$pid" 2>/dev/null || rc=$?
+    EXIT_CODE[$name]=$rc
     unset "PID[$name]"
 }
 
+# On exit: stops the background helpers, then every server still running, then runs the
+# script's own `cleanup_extra` if it defines one (run.sh drops its PostgreSQL databases there).
 cleanup() {
     local rc=$?
     trap - EXIT INT TERM
     local p name
     for p in "${BG_PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
     for name in "${!PID[@]}"; do stop_server "$name"; done
+    if declare -F cleanup_extra >/dev/null; then cleanup_extra || true; fi
     unlock
     if [[ $KEEP == 1 || $rc != 0 ]]; then
         say "bench: logs and databases kept in $WORK"
@@ -122,22 +127,29 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-start_hookbin() { # NAME DB FLAGS...: starts it on 127.0.0.1:0, waits for "listening on http://ADDR"
-    local name=$1 db=$2; shift 2
+start_server() { # NAME CMD... : starts it, waits for "listening on http://ADDR" (loopback only)
+    local name=$1; shift
     local log=$WORK/$name.log
     : >"$log"
-    "$HOOKBIN" serve --listen 127.0.0.1:0 --db "$db" "$@" >>"$log" 2>&1 &
+    "$@" >"$log" 2>&1 &
     PID[$name]=$!
     local addr="" i
     for ((i = 0; i < 600; i++)); do
-        addr=$(grep -oE 'listening on http://[0-9.:]+' "$log" | head -n1 | sed 's|^listening on http://||' || true)
+        addr=$(sed 's/\x1b\[[0-9;]*m//g' "$log" | grep -oE 'listening on http://[^[:space:]"'"'"',}/]+' |
+            head -n1 | sed 's|^listening on http://||' || true)
         [[ -n $addr ]] && break
         kill -0 "${PID[$name]}" 2>/dev/null || { cat "$log" >&2; die "$name exited during start-up (log above)"; }
         sleep 0.1
     done
     [[ -n $addr ]] || die "$name logged no 'listening on http://ADDR' within 60 s (see $log)"
-    [[ $addr == 127.* ]] || die "$name listens on $addr, not loopback"
+    [[ $addr == 127.* || $addr == "[::1]"* ]] || die "$name listens on $addr, not loopback"
     ADDR[$name]=$addr
+    say "bench: $name pid ${PID[$name]} on http://$addr"
+}
+
+start_hookbin() { # NAME DB FLAGS...: hookbin serve on 127.0.0.1:0 with database DB
+    local name=$1 db=$2; shift 2
+    start_server "$name" "$HOOKBIN" serve --listen 127.0.0.1:0 --db "$db" "$@"
 }
 
 rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/${PID[$1]}/status" 2>/dev/null || say 0; }
@@ -152,18 +164,30 @@ TICKS=$(getconf CLK_TCK)
 json_str() { grep -oE "\"$1\" *: *\"[^\"]*\"" <<<"$2" | head -n1 | sed -E 's/.*: *"(.*)"/\1/' || true; }
 json_num() { grep -oE "\"$1\" *: *[0-9]+" <<<"$2" | head -n1 | sed -E 's/.*: *//' || true; }
 
-create_bin() { # ADDR -> prints the bin id
-    local out code
-    out=$(curl -s -w '\n%{http_code}' -X POST "http://$1/api/bins")
+create_bin() { # ADDR [JSON] -> prints the bin id
+    local addr=$1 body=${2:-} out code
+    if [[ -n $body ]]; then
+        out=$(curl -s -w '\n%{http_code}' -X POST -H 'Content-Type: application/json' -d "$body" "http://$addr/api/bins")
+    else
+        out=$(curl -s -w '\n%{http_code}' -X POST "http://$addr/api/bins")
+    fi
     code=${out##*$'\n'}
     out=${out%$'\n'*}
-    [[ $code == 201 ]] || die "POST /api/bins answered $code: $out"
+    [[ $code == 201 ]] || die "POST /api/bins ${body:+$body }answered $code: $out"
     local id; id=$(json_str id "$out")
     [[ -n $id ]] || die "POST /api/bins answered no id: $out"
     say "$id"
 }
 
-bin_count() { json_num request_count "$(curl -s "http://$1/api/bins/$2")"; }
+bin_count() { # ADDR BIN -> request_count, or "gone" on 404
+    local out code
+    out=$(curl -s -w '\n%{http_code}' "http://$1/api/bins/$2")
+    code=${out##*$'\n'}
+    out=${out%$'\n'*}
+    if [[ $code == 404 ]]; then say gone; return; fi
+    [[ $code == 200 ]] || die "GET /api/bins/$2 answered $code: $out"
+    json_num request_count "$out"
+}
 
 # `curl -K` config timing N sequential GETs of URL on one keep-alive connection; prints
 # "p50 p99" of time_total in ms, or "ERR CODE" when an answer was not 200.

@@ -17,9 +17,9 @@
 # deletes 100 expired bins x 1000 requests, (c) searches (?q=) over a bin of 1000 requests of 10 KiB.
 set -euo pipefail
 
-BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-MAIN_DIR=$(cd "$BENCH_DIR/.." && pwd)
-BASE_DIR=$BENCH_DIR/baselines
+# Settings shared with the other scripts (BENCH_HOOKBIN, BENCH_SKIP_BUILD, BENCH_KEEP), the work
+# dir, and the helpers that start and stop servers and clean up on exit.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 DURATION=${BENCH_DURATION:-10s}          # per round
 ROUNDS=${BENCH_ROUNDS:-3}
@@ -45,30 +45,15 @@ REAP_LEAD=${BENCH_REAP_LEAD:-2}          # seconds of load before the bins expir
 REAP_MAX_SLICES=${BENCH_REAP_MAX_SLICES:-20}
 REAP_BASE_SLICES=${BENCH_REAP_BASE_SLICES:-3}  # slices of the same load before the expiry, no reap
 WRK_TIMEOUT=${BENCH_WRK_TIMEOUT:-30s}    # wrk drops latencies above its timeout from the histogram
-SKIP_BUILD=${BENCH_SKIP_BUILD:-0}
 STRICT=${BENCH_STRICT:-0}                # 1: exit 1 when a goal FAILs (a MISMATCH always exits 1)
-KEEP=${BENCH_KEEP:-0}                    # 1: keep the temp dir (logs, databases, wrk output)
+# BENCH_SKIP_BUILD, BENCH_KEEP (keep the temp dir: logs, databases, wrk output) and BENCH_HOOKBIN:
+# see bench/lib.sh.
 
-if [[ -n ${CARGO_TARGET_DIR:-} ]]; then
-    HOOKBIN=${BENCH_HOOKBIN:-$CARGO_TARGET_DIR/dist/hookbin}
-else
-    HOOKBIN=${BENCH_HOOKBIN:-$MAIN_DIR/target/dist/hookbin}
-fi
-BASE_TARGET=$BASE_DIR/target
 BARE_BIN=$BASE_TARGET/dist/bare-hyper
 SQLITE_BIN=$BASE_TARGET/dist/sqlite-capture
 PG_BIN=$BASE_TARGET/dist/pg-capture
 
-# hookbin must run with its defaults except for the flags given here (RUST_LOG included: its
-# default level is what is measured).
-while read -r var; do unset "$var"; done < <(compgen -e | grep '^HOOKBIN_' || true)
-unset RUST_LOG
-export NO_COLOR=1
-
 has() { [[ " $1 " == *" $2 "* ]]; }
-say() { printf '%s\n' "$*"; }
-hr() { say ""; say "== $* =="; }
-die() { say "bench: $*" >&2; exit 1; }
 
 need_hookbin=0
 if has "$SECTIONS" page || has "$SECTIONS" reap || has "$SECTIONS" search; then need_hookbin=1; fi
@@ -105,33 +90,11 @@ if [[ $need_hookbin == 1 ]]; then
 fi
 
 # ---------------------------------------------------------------------------------------------
-# Servers
+# Servers: start_server, start_hookbin, stop_server and the cleanup on exit are bench/lib.sh's.
 
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/hookbin-bench.XXXXXX")
-declare -A PID=() ADDR=() RSS_KB=() EXIT_CODE=()
-WRK_PID=""
 STATUS=0
 
-stop_server() { # NAME: SIGTERM, wait up to 15 s, then SIGKILL; records the exit status
-    local name=$1 pid=${PID[$1]:-}
-    [[ -n $pid ]] || return 0
-    if kill -0 "$pid" 2>/dev/null; then
-        RSS_KB[$name]=$(awk '/^VmHWM:/ {print $2}' "/proc/$pid/status" 2>/dev/null || true)
-        kill -TERM "$pid" 2>/dev/null || true
-        local i
-        for ((i = 0; i < 150; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-        if kill -0 "$pid" 2>/dev/null; then
-            say "bench: $name did not exit within 15 s of SIGTERM; killing it"
-            kill -KILL "$pid" 2>/dev/null || true
-        fi
-    fi
-    local rc=0
-    wait "$pid" 2>/dev/null || rc=$?
-    EXIT_CODE[$name]=$rc
-    unset "PID[$name]"
-}
-
-PG_DBS=()   # databases made for this run, dropped by cleanup
+PG_DBS=()   # databases made for this run, dropped by cleanup_extra
 
 # A PostgreSQL database of its own for server NAME; prints its URL.
 make_pgdb() {
@@ -142,56 +105,13 @@ make_pgdb() {
     say "$PG_BASE/$db"
 }
 
-cleanup() {
-    local rc=$?
-    trap - EXIT INT TERM
-    if [[ -n ${WRK_PID:-} ]]; then kill -TERM "$WRK_PID" 2>/dev/null || true; wait "$WRK_PID" 2>/dev/null || true; fi
-    local name
-    for name in "${!PID[@]}"; do stop_server "$name"; done
+# Called by lib.sh's cleanup once every server has stopped.
+cleanup_extra() {
     local db
     for db in "${PG_DBS[@]}"; do
         psql -X -q -d "$PG_BASE/postgres" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true
     done
-    if [[ $KEEP == 1 || $rc != 0 ]]; then
-        say "bench: logs, databases and wrk output kept in $WORK"
-    else
-        rm -rf "$WORK"
-    fi
-    exit "$rc"
 }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-start_server() { # NAME CMD... : starts it on 127.0.0.1:0, waits for "listening on http://ADDR"
-    local name=$1; shift
-    local log=$WORK/$name.log
-    : >"$log"
-    "$@" >"$log" 2>&1 &
-    PID[$name]=$!
-    local addr="" i
-    for ((i = 0; i < 300; i++)); do
-        addr=$(sed 's/\x1b\[[0-9;]*m//g' "$log" | grep -oE 'listening on http://[^[:space:]"'"'"',}/]+' |
-            head -n1 | sed 's|^listening on http://||' || true)
-        [[ -n $addr ]] && break
-        if ! kill -0 "${PID[$name]}" 2>/dev/null; then
-            cat "$log" >&2
-            die "$name exited during start-up (log above)"
-        fi
-        sleep 0.1
-    done
-    [[ -n $addr ]] || die "$name logged no 'listening on http://ADDR' within 30 s (see $log)"
-    [[ $addr == 127.* || $addr == "[::1]"* ]] || die "$name listens on $addr, not loopback"
-    ADDR[$name]=$addr
-    say "bench: $name pid ${PID[$name]} on http://$addr"
-}
-
-start_hookbin() { # NAME EXTRA_FLAGS...
-    local name=$1; shift
-    start_server "$name" "$HOOKBIN" serve --listen 127.0.0.1:0 --db "$WORK/$name.db" "$@"
-}
-
-rss_now_kb() { awk '/^VmHWM:/ {print $2}' "/proc/${PID[$1]}/status" 2>/dev/null || say 0; }
 
 # Where a server's time and bytes go, from the kernel's counters for its process (every thread):
 # "CPU_TICKS WRITE_BYTES WCHAR". CPU = utime + stime in clock ticks; write_bytes = bytes of page
@@ -217,35 +137,7 @@ per_capture() { # BEFORE AFTER CAPTURES
 db_bytes() { local f=$1 n=0; for x in "$f" "$f-wal"; do [[ -f $x ]] && n=$((n + $(stat -c %s "$x"))); done; say "$n"; }
 
 # ---------------------------------------------------------------------------------------------
-# hookbin API helpers (flat JSON fields only, so no jq needed)
-
-json_str() { grep -oE "\"$1\" *: *\"[^\"]*\"" <<<"$2" | head -n1 | sed -E 's/.*: *"(.*)"/\1/' || true; }
-json_num() { grep -oE "\"$1\" *: *[0-9]+" <<<"$2" | head -n1 | sed -E 's/.*: *//' || true; }
-
-create_bin() { # ADDR [JSON] -> prints the bin id
-    local addr=$1 body=${2:-} out code
-    if [[ -n $body ]]; then
-        out=$(curl -s -w '\n%{http_code}' -X POST -H 'Content-Type: application/json' -d "$body" "http://$addr/api/bins")
-    else
-        out=$(curl -s -w '\n%{http_code}' -X POST "http://$addr/api/bins")
-    fi
-    code=${out##*$'\n'}
-    out=${out%$'\n'*}
-    [[ $code == 201 ]] || die "POST /api/bins ${body:+$body }answered $code: $out"
-    local id; id=$(json_str id "$out")
-    [[ -n $id ]] || die "POST /api/bins answered no id: $out"
-    say "$id"
-}
-
-bin_count() { # ADDR BIN -> request_count, or "gone" on 404
-    local out code
-    out=$(curl -s -w '\n%{http_code}' "http://$1/api/bins/$2")
-    code=${out##*$'\n'}
-    out=${out%$'\n'*}
-    if [[ $code == 404 ]]; then say gone; return; fi
-    [[ $code == 200 ]] || die "GET /api/bins/$2 answered $code: $out"
-    json_num request_count "$out"
-}
+# hookbin API helpers (json_str, json_num, create_bin and bin_count are bench/lib.sh's)
 
 metrics() { curl -s "http://$1/metrics"; }
 
@@ -263,7 +155,8 @@ metric_sum() {
 }
 
 # Metric names as in src/metrics.rs. Both counters are bumped after the commit (captured) or
-# after a whole reaping run (reaped), so they are exact at the moments they are read here.
+# after each reaping step (reaped: requests as they go, a bin once its last request is gone), so
+# they are exact at the moments they are read here.
 CAPTURED_METRICS=(hookbin_requests_captured_total)   # every committed capture, evicted or not
 REAPED_BIN_METRICS=(hookbin_bins_reaped_total)       # expired bins deleted by the reaper
 REAPED_REQ_METRICS=(hookbin_requests_reaped_total)   # their requests
@@ -333,9 +226,6 @@ EOF
 declare -A TOT_SENT=() TOT_2XX=() TOT_NON=() TOT_ERR=()
 LAST=""   # the BENCH line of the last run_wrk
 
-field() { sed -nE "s/.* $1=([^ ]*).*/\1/p" <<<"$2"; }
-ms() { awk -v u="$1" 'BEGIN { printf "%.2f", u / 1000 }'; }
-
 run_wrk() { # SERVER LABEL DURATION URL [PATHS...]
     local server=$1 label=$2 dur=$3 url=$4; shift 4
     local out=$WORK/wrk-$label.out args=()
@@ -343,10 +233,10 @@ run_wrk() { # SERVER LABEL DURATION URL [PATHS...]
     # In the background so that a signal to this script is handled at once (cleanup stops wrk).
     wrk -t"$THREADS" -c"$CONNS" -d"$dur" --timeout "$WRK_TIMEOUT" --latency -s "$BODY_LUA" "$url" \
         "${args[@]}" >"$out" 2>&1 &
-    WRK_PID=$!
+    BG_PIDS=("$!")
     local rc=0
-    wait "$WRK_PID" || rc=$?
-    WRK_PID=""
+    wait "${BG_PIDS[0]}" || rc=$?
+    BG_PIDS=()
     if ((rc != 0)); then
         cat "$out" >&2
         die "wrk failed against $server ($label): exit status $rc"
@@ -363,11 +253,7 @@ run_wrk() { # SERVER LABEL DURATION URL [PATHS...]
 median() { printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) print "nan";
     else if (NR % 2) print a[(NR + 1) / 2]; else printf "%.2f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 maxof() { printf '%s\n' "$@" | sort -g | tail -n1; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "nan" }'; }
-lt() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a < b) }'; }
-ge() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a >= b) }'; }
-
-GOALS=()   # "PASS|FAIL|SKIP  text"
+# (field, ms, ratio, lt and ge are bench/lib.sh's.) This goal also fails the run under BENCH_STRICT.
 goal() { # VERDICT TEXT
     GOALS+=("$(printf '%-4s  %s' "$1" "$2")")
     if [[ $1 == FAIL && $STRICT == 1 ]]; then STATUS=1; fi
@@ -420,9 +306,9 @@ if has "$SECTIONS" throughput; then
         case $s in
             bare) start_server bare "$BARE_BIN" --listen 127.0.0.1:0 ;;
             sqlite) start_server sqlite "$SQLITE_BIN" --listen 127.0.0.1:0 --db "$WORK/sqlite.db" ;;
-            hookbin) start_hookbin hookbin ;;
+            hookbin) start_hookbin hookbin "$WORK/hookbin.db" ;;
             # --max-bin-bytes too: its default (100 MiB) would evict after ~90k captures.
-            hookbin-bigcap) start_hookbin hookbin-bigcap --max-requests-per-bin "$BIG_CAP" --max-bin-bytes "$((1 << 50))" ;;
+            hookbin-bigcap) start_hookbin hookbin-bigcap "$WORK/hookbin-bigcap.db" --max-requests-per-bin "$BIG_CAP" --max-bin-bytes "$((1 << 50))" ;;
             pg) url=$(make_pgdb pg); PG_DBS+=("${url##*/}")
                 start_server pg "$PG_BIN" --listen 127.0.0.1:0 --db "$url" ;;
             hookbin-pg) url=$(make_pgdb hookbin-pg); PG_DBS+=("${url##*/}")
@@ -482,7 +368,7 @@ if has "$SECTIONS" throughput; then
         M_P99[$s]=$(median ${R_P99[$s]})
         # shellcheck disable=SC2086
         W_P99[$s]=$(maxof ${R_P99[$s]})
-        RSS_KB[$s]=$(rss_now_kb "$s")
+        HWM_KB[$s]=$(hwm_kb "$s")
         # shellcheck disable=SC2086
         case $s in
             sqlite|hookbin|hookbin-bigcap) dbm=$(awk -v b="$(db_bytes "$WORK/$s.db")" 'BEGIN { printf "%.1f", b / 1048576 }') ;;
@@ -490,7 +376,7 @@ if has "$SECTIONS" throughput; then
         esac
         # shellcheck disable=SC2086
         line=$(printf '%-15s %12s %9s %9s %12s %7s MiB %10s %8s %8s %8s %10s' "$s" "${M_RPS[$s]}" "$(median ${R_P50[$s]})" \
-            "${M_P99[$s]}" "${W_P99[$s]}" "$(awk -v k="${RSS_KB[$s]}" 'BEGIN { printf "%.1f", k / 1024 }')" \
+            "${M_P99[$s]}" "${W_P99[$s]}" "$(awk -v k="${HWM_KB[$s]}" 'BEGIN { printf "%.1f", k / 1024 }')" \
             "${TOT_ERR[$s]:-0}" "$(median ${R_CPU[$s]})" "$(median ${R_DISK[$s]})" "$(median ${R_WRITE[$s]})" "$dbm")
         say "$line"
         MEDIANS+=("$line")
@@ -565,7 +451,7 @@ if has "$SECTIONS" throughput; then
         fi
         if lt "${M_P99[$h]}" 10; then v=PASS; else v=FAIL; fi
         goal $v "$h$note p99 < 10 ms: median ${M_P99[$h]} ms (worst round ${W_P99[$h]} ms)"
-        mib=$(awk -v k="${RSS_KB[$h]}" 'BEGIN { printf "%.1f", k / 1024 }')
+        mib=$(awk -v k="${HWM_KB[$h]}" 'BEGIN { printf "%.1f", k / 1024 }')
         if lt "$mib" 64; then v=PASS; else v=FAIL; fi
         goal $v "$h$note peak RSS < 64 MiB: $mib MiB (VmHWM)"
     done
@@ -576,7 +462,7 @@ if has "$SECTIONS" throughput; then
             if ge "$rr" 0.8; then v=PASS; else v=FAIL; fi
             goal $v "hookbin-pg throughput >= 0.8x pg-capture: ${rr}x"
         fi
-        mib=$(awk -v k="${RSS_KB[hookbin-pg]}" 'BEGIN { printf "%.1f", k / 1024 }')
+        mib=$(awk -v k="${HWM_KB[hookbin-pg]}" 'BEGIN { printf "%.1f", k / 1024 }')
         if lt "$mib" 64; then v=PASS; else v=FAIL; fi
         goal $v "hookbin-pg peak RSS < 64 MiB: $mib MiB (VmHWM)"
     fi
@@ -592,7 +478,7 @@ fi
 # ---------------------------------------------------------------------------------------------
 if has "$SECTIONS" page; then
     hr "bin page: GET /bins/{bin} of a bin holding 1000 requests, $PAGE_REQUESTS sequential requests"
-    start_hookbin hookbin-page
+    start_hookbin hookbin-page "$WORK/hookbin-page.db"
     addr=${ADDR[hookbin-page]}
     bin=$(create_bin "$addr")
     # Fill it with 1000 captures over one keep-alive connection (the default cap is 1000).
@@ -639,7 +525,7 @@ if has "$SECTIONS" reap; then
     total=$((REAP_BINS * REAP_PER_BIN))
     hr "reaper under load: $REAP_BINS expired bins x $REAP_PER_BIN requests deleted while capturing"
     # --max-bins-per-minute 0: the test creates $((REAP_BINS + 1)) bins from one address at once.
-    start_hookbin hookbin-reap --reap-interval 1s --bin-ttl 1h --max-requests-per-bin "$REAP_PER_BIN" \
+    start_hookbin hookbin-reap "$WORK/hookbin-reap.db" --reap-interval 1s --bin-ttl 1h --max-requests-per-bin "$REAP_PER_BIN" \
         --max-bins-per-minute 0
     addr=${ADDR[hookbin-reap]}
     if [[ $REAP_TTL == auto ]]; then
@@ -722,7 +608,7 @@ if has "$SECTIONS" reap; then
 
     say ""
     say "capture load on a fresh bin in ${REAP_SLICE} s slices (t = seconds since the first old bin expired;"
-    say "the reaped counters move once per reaping run, when the run has finished):"
+    say "the reaped counters move after each reaping step; a bin counts once its last request is gone):"
     printf '%8s %10s %9s %9s %9s %9s  %s\n' t "req/s" "p50 ms" "p99 ms" "p99.9 ms" "max ms" "reap progress"
     slice_p99=(); slice_max=(); done_after=-1
     for ((i = 1; i <= REAP_MAX_SLICES; i++)); do
@@ -762,7 +648,7 @@ if has "$SECTIONS" reap; then
     read -r captured cname <<<"$(metric_sum "$addr" "${CAPTURED_METRICS[@]}")" || true
     check_stored hookbin-reap "${captured:-}" "${cname:-no captured-requests counter in /metrics}"
     worst=$(maxof "${slice_p99[@]}")
-    RSS_KB[hookbin-reap]=$(rss_now_kb hookbin-reap)
+    HWM_KB[hookbin-reap]=$(hwm_kb hookbin-reap)
     stop_server hookbin-reap
     if command -v sqlite3 >/dev/null; then
         say "rows left in the database after the reap (server stopped):"
@@ -770,7 +656,7 @@ if has "$SECTIONS" reap; then
             say "  $t: $(sqlite3 "$WORK/hookbin-reap.db" "SELECT count(*) FROM \"$t\"")"
         done
     fi
-    say "peak RSS during fill + reap: $(awk -v k="${RSS_KB[hookbin-reap]}" 'BEGIN { printf "%.1f", k / 1024 }') MiB"
+    say "peak RSS during fill + reap: $(awk -v k="${HWM_KB[hookbin-reap]}" 'BEGIN { printf "%.1f", k / 1024 }') MiB"
     if ((gone == REAP_BINS)) && lt "$worst" 50; then v=PASS; else v=FAIL; fi
     [[ -n ${rname:-} ]] && ((done_after < 0)) && v=FAIL
     goal $v "capture p99 < 50 ms while reaping $total requests: worst ${REAP_SLICE} s slice p99 $worst ms (max latency $(maxof "${slice_max[@]}") ms)"
@@ -787,7 +673,7 @@ fi
 # ---------------------------------------------------------------------------------------------
 if has "$SECTIONS" search; then
     hr "search: GET /api/bins/{bin}/requests?q=... over 1000 requests of 10 KiB, $SEARCH_REQUESTS per query"
-    start_hookbin hookbin-search
+    start_hookbin hookbin-search "$WORK/hookbin-search.db"
     addr=${ADDR[hookbin-search]}
     bin=$(create_bin "$addr")
     # 1000 JSON bodies of 10 KiB, each different (a counter and a varying note), over one

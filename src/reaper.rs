@@ -1,12 +1,18 @@
-//! Deletes expired bins every `--reap-interval`, in small steps through the writer.
+//! Deletes expired bins every `--reap-interval`, in steps through the writer.
 //!
 //! Expired bins already answer 404 before they are reaped (every lookup compares `expires_at`
-//! with now); reaping reclaims their space. Each step is one short transaction, queued like any
-//! other write, so captures wait at most one step. The step size adapts to keep each step near
-//! `STEP_TARGET`, whatever the row sizes, and after each step the reaper pauses three times as
-//! long as the step took: it never has more than about a quarter of the writer's time. The
-//! target is short because a capture that arrives during a step waits for all of it: with steps
-//! of 10 ms the capture p99 during a reap of 100k requests was 63-93 ms (bench/RESULTS.md).
+//! with now); reaping reclaims their space. Each step is one transaction, queued like any other
+//! write. The step size adapts to keep each step near its engine's target, whatever the row
+//! sizes, and the reaper pauses between steps (see `Pacing`).
+//!
+//! On SQLite a step holds the only writer: every capture that arrives during it waits for all of
+//! it. So the steps are short (about 1 ms) and spaced out (50x the step, at least 40 ms: about 20
+//! a second, 2% of the writer's time). Measured with `bench/run.sh`'s reap of 100k requests under
+//! load (bench/RESULTS.md, 2026-12-01): steps of 1 ms with pauses of 3x the step (about 100 steps
+//! a second, the reap done in 2-4 s) put the capture p99 at 2.1-3.0x that of the same load without
+//! a reap, and with these 1.3-1.8x. Longer steps spaced further apart were worse (8-16 ms every
+//! 300+ ms: 4.7x; 3 ms every 100+ ms: 1.3-2.1x); 0.5 ms steps every 20+ ms were too slow to
+//! finish the reap within the benchmark's 40 s.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
@@ -15,9 +21,61 @@ use std::time::{Duration, Instant};
 use crate::clock::now_ms;
 use crate::state::AppState;
 
-const STEP_TARGET: Duration = Duration::from_millis(1);
 const MIN_BUDGET: usize = 16;
 const MAX_BUDGET: usize = 4096;
+
+/// How the reaper spaces its steps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Pacing {
+    /// The step length the budget adapts to (a full step between half and twice this keeps it).
+    target: Duration,
+    /// The pause after a step, as a multiple of the step's length ...
+    pause_factor: u32,
+    /// ... and at least this.
+    min_pause: Duration,
+}
+
+/// SQLite: the engine measures the step inside the writer (`step_time`), and a step stops every
+/// capture while it runs. In the benchmark (100 bins x 1000 requests under load) that reaped
+/// 4,000-6,000 rows a second: 100k requests in 17-24 s.
+const WRITER: Pacing = Pacing {
+    target: Duration::from_millis(1),
+    pause_factor: 50,
+    min_pause: Duration::from_millis(40),
+};
+
+/// PostgreSQL: the step is a round trip (no `step_time`) and captures do not queue behind it;
+/// short steps with a pause of three times the step, as before.
+const ROUND_TRIP: Pacing = Pacing {
+    target: Duration::from_millis(1),
+    pause_factor: 3,
+    min_pause: Duration::from_millis(1),
+};
+
+impl Pacing {
+    fn of(step_time: Option<Duration>) -> Pacing {
+        if step_time.is_some() {
+            WRITER
+        } else {
+            ROUND_TRIP
+        }
+    }
+
+    /// The next budget after a full step that took `took`.
+    fn adapt(&self, budget: usize, took: Duration) -> usize {
+        if took > self.target * 2 {
+            (budget / 2).max(MIN_BUDGET)
+        } else if took < self.target / 2 {
+            (budget * 2).min(MAX_BUDGET)
+        } else {
+            budget
+        }
+    }
+
+    fn pause(&self, took: Duration) -> Duration {
+        (took * self.pause_factor).max(self.min_pause)
+    }
+}
 
 /// Runs until shutdown.
 pub async fn run(state: Arc<AppState>) {
@@ -66,20 +124,12 @@ pub async fn reap_all(
         if step.done {
             break;
         }
+        let pacing = Pacing::of(step.step_time);
         // Only full steps say something about speed.
         if step.requests_deleted as usize >= *budget {
-            if took > STEP_TARGET * 2 {
-                *budget = (*budget / 2).max(MIN_BUDGET);
-            } else if took < STEP_TARGET / 2 {
-                *budget = (*budget * 2).min(MAX_BUDGET);
-            }
+            *budget = pacing.adapt(*budget, took);
         }
-        // Leave the writer to captures for three times as long as this step held it. Measured on
-        // 100 bins x 1000 requests reaped under load (bench/run.sh reap, steps of 1-2 ms): the
-        // capture p99 while reaping was 2.0-2.6x that of the same load without a reap whether
-        // the pause was 2x, 3x or 7x the step: what is left is the WAL pages the deletes write,
-        // not the pacing.
-        tokio::time::sleep((took * 3).max(Duration::from_millis(1))).await;
+        tokio::time::sleep(pacing.pause(took)).await;
     }
     if bins > 0 || requests > 0 {
         tracing::info!(bins, requests, "reaped expired bins");
@@ -92,6 +142,25 @@ mod tests {
     use std::sync::atomic::Ordering::Relaxed;
 
     use super::*;
+
+    #[test]
+    fn sqlite_steps_are_spaced_out_and_postgres_keeps_short_pauses() {
+        let ms = Duration::from_millis;
+        let us = Duration::from_micros;
+        // A step timed inside the writer: 50x the step, at least 40 ms.
+        assert_eq!(Pacing::of(Some(ms(1))), WRITER);
+        assert_eq!(WRITER.pause(us(300)), ms(40));
+        assert_eq!(WRITER.pause(ms(2)), ms(100));
+        // The budget grows while steps are short and shrinks when they are long.
+        assert_eq!(WRITER.adapt(256, us(400)), 512);
+        assert_eq!(WRITER.adapt(512, ms(1)), 512);
+        assert_eq!(WRITER.adapt(1024, ms(3)), 512);
+        assert_eq!(WRITER.adapt(MAX_BUDGET, ms(1)), MAX_BUDGET);
+        assert_eq!(WRITER.adapt(MIN_BUDGET, ms(50)), MIN_BUDGET);
+        // A round trip (PostgreSQL): three times the step.
+        assert_eq!(Pacing::of(None), ROUND_TRIP);
+        assert_eq!(ROUND_TRIP.pause(ms(5)), ms(15));
+    }
     use crate::config::Config;
     use crate::events::EventHub;
     use crate::model::{Bin, StoredRequest};

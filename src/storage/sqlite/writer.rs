@@ -680,7 +680,8 @@ fn clear_requests(conn: &Connection, bin: &str) -> rusqlite::Result<()> {
 }
 
 /// Deletes requests of expired bins, about `budget` rows, then the bins left empty.
-/// Small steps keep each transaction short, so captures queued behind it wait little.
+/// The budget bounds the transaction, and so how long the captures queued behind it wait; the
+/// reaper sizes and spaces the steps (`reaper::Pacing`).
 ///
 /// Bins fill side by side, so the rows of the bins that expire together are interleaved in the
 /// table: deleting one bin's requests at a time dirtied a leaf page per row, which stayed in use
