@@ -141,7 +141,9 @@ async fn dispatch(
 ) -> Response<Body> {
     // Every request takes its head from the tap, captured or not, to keep the tap in step with
     // the connection.
-    let raw = conn.tap.take(req.method().as_str(), &request_target(req.uri()));
+    let raw = conn
+        .tap
+        .take(req.method().as_str(), &request_target(req.uri()));
     let path = req.uri().path();
     // With `--capture-url`, the capture host serves captures and the health check only. (The
     // inspector's host refusing `/r/` is in `capture`, which knows the bin.)
