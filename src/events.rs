@@ -120,22 +120,9 @@ impl EventHub {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ids::RequestId;
 
     fn summary(bin: &str, id: i64) -> RequestSummary {
-        RequestSummary {
-            id: RequestId::from_row(id),
-            bin_id: bin.into(),
-            method: "POST".into(),
-            path: format!("/r/{bin}"),
-            subpath: String::new(),
-            query: String::new(),
-            content_type: None,
-            body_size: 0,
-            body_truncated: false,
-            remote_addr: "127.0.0.1".into(),
-            received_at: 0,
-        }
+        RequestSummary::sample(bin, id)
     }
 
     fn ids(batch: &Batch) -> Vec<(String, i64)> {

@@ -184,6 +184,26 @@ pub struct RequestSummary {
     pub received_at: i64,
 }
 
+#[cfg(test)]
+impl RequestSummary {
+    /// For unit tests: an empty POST to `/r/{bin}` stored as request `id`.
+    pub fn sample(bin: &str, id: i64) -> Self {
+        RequestSummary {
+            id: RequestId::from_row(id),
+            bin_id: bin.into(),
+            method: "POST".into(),
+            path: format!("/r/{bin}"),
+            subpath: String::new(),
+            query: String::new(),
+            content_type: None,
+            body_size: 0,
+            body_truncated: false,
+            remote_addr: "127.0.0.1".into(),
+            received_at: 0,
+        }
+    }
+}
+
 impl From<&StoredRequest> for RequestSummary {
     fn from(r: &StoredRequest) -> Self {
         Self {

@@ -7,7 +7,8 @@
 //!
 //! On SQLite a step holds the only writer: every capture that arrives during it waits for all of
 //! it. So the steps are short (about 1 ms) and spaced out (50x the step, at least 40 ms: about 20
-//! a second, 2% of the writer's time). Measured with `bench/run.sh`'s reap of 100k requests under
+//! a second, 2% of the writer's time), for the first 30 s of a pass; a pass still running then
+//! is behind the rate at which rows expire, and goes on at 3x (see `GENTLE_FOR`). Measured with `bench/run.sh`'s reap of 100k requests under
 //! load (bench/RESULTS.md, 2026-12-01): steps of 1 ms with pauses of 3x the step (about 100 steps
 //! a second, the reap done in 2-4 s) put the capture p99 at 2.1-3.0x that of the same load without
 //! a reap, and with these 1.3-1.8x. Longer steps spaced further apart were worse (8-16 ms every
@@ -44,6 +45,22 @@ const WRITER: Pacing = Pacing {
     min_pause: Duration::from_millis(40),
 };
 
+/// How long a pass may go on at [`WRITER`]'s pace. A pass still running after this means rows
+/// expire faster than that pace reaps them: in the soak of 2026-12-01 (`bench/soak.sh`, a bin a
+/// second filled to its 1,000 requests, `--bin-ttl 1m`) 2,000 rows expired a second and the pace
+/// reaped 1,340, so each pass took longer than the last and the database grew without bound.
+/// The rest of such a pass goes at [`CATCH_UP`]'s: expired data never piles up, and the capture
+/// p99 pays for it only while the reaper is behind. A one-off reap of 100k requests under load
+/// (the benchmark's) takes 17-24 s, so it stays gentle.
+const GENTLE_FOR: Duration = Duration::from_secs(30);
+/// SQLite, past [`GENTLE_FOR`] in a pass: steps of about 1 ms with pauses of three times the
+/// step (the pace before [`WRITER`]'s; it reaped 100k requests in 2-4 s under the benchmark's
+/// load).
+const CATCH_UP: Pacing = Pacing {
+    target: Duration::from_millis(1),
+    pause_factor: 3,
+    min_pause: Duration::from_millis(1),
+};
 /// PostgreSQL: the step is a round trip (no `step_time`) and captures do not queue behind it;
 /// short steps with a pause of three times the step, as before.
 const ROUND_TRIP: Pacing = Pacing {
@@ -53,11 +70,12 @@ const ROUND_TRIP: Pacing = Pacing {
 };
 
 impl Pacing {
-    fn of(step_time: Option<Duration>) -> Pacing {
-        if step_time.is_some() {
-            WRITER
-        } else {
-            ROUND_TRIP
+    /// The pace for the next step, `running` into the pass.
+    fn of(step_time: Option<Duration>, running: Duration) -> Pacing {
+        match step_time {
+            Some(_) if running < GENTLE_FOR => WRITER,
+            Some(_) => CATCH_UP,
+            None => ROUND_TRIP,
         }
     }
 
@@ -101,6 +119,7 @@ pub async fn reap_all(
     budget: &mut usize,
 ) -> Result<(u64, u64), crate::storage::StoreError> {
     let (mut bins, mut requests) = (0u64, 0u64);
+    let pass = Instant::now();
     loop {
         if state.shutdown.is_triggered() {
             break;
@@ -124,7 +143,7 @@ pub async fn reap_all(
         if step.done {
             break;
         }
-        let pacing = Pacing::of(step.step_time);
+        let pacing = Pacing::of(step.step_time, pass.elapsed());
         // Only full steps say something about speed.
         if step.requests_deleted as usize >= *budget {
             *budget = pacing.adapt(*budget, took);
@@ -148,7 +167,7 @@ mod tests {
         let ms = Duration::from_millis;
         let us = Duration::from_micros;
         // A step timed inside the writer: 50x the step, at least 40 ms.
-        assert_eq!(Pacing::of(Some(ms(1))), WRITER);
+        assert_eq!(Pacing::of(Some(ms(1)), Duration::ZERO), WRITER);
         assert_eq!(WRITER.pause(us(300)), ms(40));
         assert_eq!(WRITER.pause(ms(2)), ms(100));
         // The budget grows while steps are short and shrinks when they are long.
@@ -158,8 +177,13 @@ mod tests {
         assert_eq!(WRITER.adapt(MAX_BUDGET, ms(1)), MAX_BUDGET);
         assert_eq!(WRITER.adapt(MIN_BUDGET, ms(50)), MIN_BUDGET);
         // A round trip (PostgreSQL): three times the step.
-        assert_eq!(Pacing::of(None), ROUND_TRIP);
+        assert_eq!(Pacing::of(None, Duration::ZERO), ROUND_TRIP);
         assert_eq!(ROUND_TRIP.pause(ms(5)), ms(15));
+        // A pass still going after GENTLE_FOR is behind: pauses of three times the step.
+        assert_eq!(Pacing::of(Some(ms(1)), GENTLE_FOR - ms(1)), WRITER);
+        assert_eq!(Pacing::of(Some(ms(1)), GENTLE_FOR), CATCH_UP);
+        assert_eq!(CATCH_UP.pause(ms(1)), ms(3));
+        assert_eq!(Pacing::of(None, GENTLE_FOR * 2), ROUND_TRIP);
     }
     use crate::config::Config;
     use crate::events::EventHub;

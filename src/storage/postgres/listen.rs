@@ -391,7 +391,6 @@ async fn resync(pool: &Pool, shared: &Shared) {
 mod tests {
     use super::*;
     use crate::events::EventHub;
-    use crate::ids::RequestId;
 
     fn shared() -> Shared {
         Shared {
@@ -405,19 +404,7 @@ mod tests {
     }
 
     fn summary(bin: &str, id: i64) -> RequestSummary {
-        RequestSummary {
-            id: RequestId::from_row(id),
-            bin_id: bin.into(),
-            method: "POST".into(),
-            path: format!("/r/{bin}"),
-            subpath: String::new(),
-            query: String::new(),
-            content_type: None,
-            body_size: 0,
-            body_truncated: false,
-            remote_addr: "127.0.0.1".into(),
-            received_at: 0,
-        }
+        RequestSummary::sample(bin, id)
     }
 
     fn received(rx: &mut broadcast::Receiver<Event>) -> Vec<i64> {
