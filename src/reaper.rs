@@ -6,14 +6,14 @@
 //! sizes, and the reaper pauses between steps (see `Pacing`).
 //!
 //! On SQLite a step holds the only writer: every capture that arrives during it waits for all of
-//! it. So the steps are short (about 1 ms) and spaced out (50x the step, at least 40 ms: about 20
-//! a second, 2% of the writer's time), for the first 30 s of a pass; a pass still running then
-//! is behind the rate at which rows expire, and goes on at 3x (see `GENTLE_FOR`). Measured with `bench/run.sh`'s reap of 100k requests under
-//! load (bench/RESULTS.md, 2026-12-01): steps of 1 ms with pauses of 3x the step (about 100 steps
-//! a second, the reap done in 2-4 s) put the capture p99 at 2.1-3.0x that of the same load without
-//! a reap, and with these 1.3-1.8x. Longer steps spaced further apart were worse (8-16 ms every
-//! 300+ ms: 4.7x; 3 ms every 100+ ms: 1.3-2.1x); 0.5 ms steps every 20+ ms were too slow to
-//! finish the reap within the benchmark's 40 s.
+//! it. So the steps are short (about 1 ms) and spaced out (50x the step, at least 40 ms: about 20 a
+//! second, 2% of the writer's time), for the first 30 s of a pass; a pass still running then is
+//! behind the rate at which rows expire, and goes on at 3x (see `GENTLE_FOR`). Measured with
+//! `bench/run.sh`'s reap of 100k requests under load (bench/RESULTS.md, 2026-12-01): steps of 1 ms
+//! with pauses of 3x the step (about 100 steps a second, the reap done in 2-4 s) put the capture
+//! p99 at 2.1-3.0x that of the same load without a reap, and with these 1.3-1.8x. Longer steps
+//! spaced further apart were worse (8-16 ms every 300+ ms: 4.7x; 3 ms every 100+ ms: 1.3-2.1x);
+//! 0.5 ms steps every 20+ ms were too slow to finish the reap within the benchmark's 40 s.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;

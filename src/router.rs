@@ -77,7 +77,7 @@ pub async fn handle(
 ) -> Response<Body> {
     // The access line is debug level (trace for operations): with that off, as by default,
     // the capture path pays nothing for it.
-    if !tracing::enabled!(tracing::Level::DEBUG) {
+    if !Captured::logged() {
         return nosniff(dispatch(state, req, conn).await);
     }
     let started = Instant::now();

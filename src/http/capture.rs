@@ -346,7 +346,7 @@ async fn answer(
     }
     // For the access log line (`router::handle`), which replaces a separate "captured" line.
     // Only when that line is written: the extension map costs two allocations per capture.
-    if tracing::enabled!(tracing::Level::DEBUG) {
+    if Captured::logged() {
         res.extensions_mut().insert(Captured {
             request_id,
             size: read.received,

@@ -32,6 +32,14 @@ pub struct Captured {
     pub size: u64,
 }
 
+impl Captured {
+    /// Whether the access log line is written (debug level), so whether a capture needs to
+    /// carry this at all: the router writes the line, the capture handler fills it in.
+    pub fn logged() -> bool {
+        tracing::enabled!(tracing::Level::DEBUG)
+    }
+}
+
 /// Query parameters decoded as application/x-www-form-urlencoded (`+` is a space), in order.
 pub fn query_params(query: &str) -> Vec<(String, String)> {
     form_urlencoded::parse(query.as_bytes())
