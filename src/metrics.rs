@@ -27,6 +27,7 @@ pub struct Metrics {
     pub bins_rate_limited: AtomicU64,
     pub client_limit_rejections: AtomicU64,
     pub body_memory_rejections: AtomicU64,
+    pub stream_resyncs: AtomicU64,
     capture_latency: Histogram,
 }
 
@@ -69,7 +70,7 @@ impl Metrics {
 
     pub fn render(&self, g: Gauges) -> String {
         let mut out = String::with_capacity(4096);
-        let counters: [(&str, &str, &AtomicU64); 14] = [
+        let counters: [(&str, &str, &AtomicU64); 15] = [
             (
                 "hookbin_requests_captured_total",
                 "Requests captured and committed.",
@@ -139,6 +140,11 @@ impl Metrics {
                 "hookbin_body_memory_rejections_total",
                 "Requests answered 503 because --max-body-memory was spent.",
                 &self.body_memory_rejections,
+            ),
+            (
+                "hookbin_event_stream_resyncs_total",
+                "Times an event stream fell behind the live events and caught up from the database.",
+                &self.stream_resyncs,
             ),
         ];
         for (name, help, value) in counters {

@@ -14,6 +14,7 @@
 
 use std::fmt::Write as _;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -38,13 +39,26 @@ use crate::web::error::ApiError;
 
 /// A comment line this often keeps proxies and browsers from closing an idle stream.
 const KEEPALIVE: Duration = Duration::from_secs(15);
+/// Writes queued per stream (see `stream`).
+const STREAM_QUEUE: usize = 4;
 /// Rows fetched per replay query.
 const REPLAY_PAGE: usize = 500;
-/// Shortest time between two writes to one stream. Each write costs a wake-up, a system call
+/// Time between two writes to one busy stream. Each write costs a wake-up, a system call
 /// and a TCP segment per stream: with 500 streams on a bin paced at 1500 captures/s, writing
 /// every commit as it came gave a capture p99 of 144 ms (busy machine), gathering what arrives
 /// within 25 ms into one write 8-20 ms (issue 15, `bench/viewers.sh`). A viewer cannot see 25 ms.
 const GATHER: Duration = Duration::from_millis(25);
+
+/// Where in each GATHER period a stream writes: streams opened one after another get phases
+/// spread evenly over the period (steps of the golden ratio), so that the streams of a bin,
+/// which all get the same commits, do not all write at the same moment. In step, 500 streams at
+/// 10,000 captures/s wrote 40 MB in one burst every 25 ms, and the captures that came during a
+/// burst waited behind it (issue 15, `bench/viewers.sh`).
+fn next_phase() -> Duration {
+    static OPENED: AtomicU64 = AtomicU64::new(0);
+    let n = OPENED.fetch_add(1, Ordering::Relaxed);
+    GATHER.mul_f64((n as f64 * 0.618_033_988_749_895).fract())
+}
 
 pub async fn stream(
     state: &Arc<AppState>,
@@ -77,7 +91,10 @@ pub async fn stream(
     // Before the response: a capture its client makes once the stream is open must come after
     // the subscription's start.
     let subscription = state.store.subscribe(bin.as_str()).await?;
-    let (tx, rx) = mpsc::channel::<Bytes>(64);
+    // Writes waiting for the client, each up to GATHER's worth of events: a client that stops
+    // reading holds at most these (and the socket's buffers), then its feed stops taking live
+    // events and later catches up from the database. 64 let one stalled stream hold megabytes.
+    let (tx, rx) = mpsc::channel::<Bytes>(STREAM_QUEUE);
     state.tasks.spawn(feed(
         state.clone(),
         bin.clone(),
@@ -213,13 +230,20 @@ async fn feed(
         return;
     }
     let shutdown = state.shutdown.clone();
+    // The stream's write slots: GATHER apart, at its own phase.
+    let mut slot = tokio::time::Instant::now() + next_phase();
     let mut wrote_at = None;
     loop {
-        // At most one write per GATHER: what arrives meanwhile waits in the channel and goes
-        // out in the next write.
+        // After a write, the next one waits for the stream's next slot: what arrives meanwhile
+        // waits in the channel and goes out then. A stream that was idle writes at once.
         if let Some(at) = wrote_at.take() {
+            if slot <= at {
+                // Whole periods, counted rather than stepped: the stream may have been idle long.
+                let periods = (at - slot).as_nanos() / GATHER.as_nanos() + 1;
+                slot += GATHER * u32::try_from(periods).unwrap_or(u32::MAX);
+            }
             tokio::select! {
-                _ = tokio::time::sleep_until(at + GATHER) => {}
+                _ = tokio::time::sleep_until(slot) => {}
                 _ = tx.closed() => return,
                 _ = shutdown.triggered() => return,
             }
@@ -242,6 +266,7 @@ async fn feed(
                 Ok(batch) => append_batch(&state, filter, &batch, &mut last_sent, &mut out).await,
                 Err(broadcast::error::RecvError::Lagged(_)) => {
                     // Too slow to keep up live: catch up from the database instead.
+                    state.metrics.stream_resyncs.fetch_add(1, Ordering::Relaxed);
                     if !flush(&mut out, &tx).await
                         || !replay(&state, &bin, filter, &mut last_sent, &tx).await
                     {
@@ -329,12 +354,19 @@ async fn replay(
                 return false;
             }
         };
-        for row in &rows {
-            if tx
-                .send(filtered_event(state, filter, row).await)
-                .await
-                .is_err()
-            {
+        // A page goes out as one piece (one write), not a frame per row.
+        let page = match filter {
+            None => render(&rows),
+            Some(_) => {
+                let mut page = Vec::with_capacity(rows.len());
+                for row in &rows {
+                    page.extend_from_slice(&filtered_event(state, filter, row).await);
+                }
+                Bytes::from(page)
+            }
+        };
+        if let Some(row) = rows.last() {
+            if tx.send(page).await.is_err() {
                 return false;
             }
             *last_sent = row.id.get();

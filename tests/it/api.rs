@@ -555,6 +555,39 @@ fn event_stream_last_event_id_0_replays_the_whole_bin() {
         .assert_error(400, "invalid_last_event_id");
 }
 
+/// A stream that stops reading falls behind the live events (the server never waits for it),
+/// and once read again it catches up from the database: every capture, once, in order.
+#[test]
+fn a_stream_that_falls_behind_catches_up_from_the_database_with_every_event_in_order() {
+    let s = Server::start(&["--max-requests-per-bin", "100000"]);
+    let bin = s.create_bin();
+    let mut slow = EventReader::open(&s, &bin, None);
+    // Each summary carries the 32 KiB query, so 800 of them (26 MB) fill the sockets' buffers
+    // and the stream's queue while nobody reads; each capture is a commit of its own, far more
+    // than the live buffer holds (256).
+    let query = "q=".to_owned() + &"x".repeat(32 * 1024);
+    let ids: Vec<String> = (0..800)
+        .map(|_| {
+            let res = s.request("POST", &format!("/r/{bin}?{query}"), &[], b"x");
+            assert_eq!(res.status, 200, "capture: {}", res.text());
+            res.header("x-request-id").unwrap().to_owned()
+        })
+        .collect();
+    for want in &ids {
+        let (id, data) = slow.next();
+        assert_eq!(&id, want);
+        assert_eq!(data["query"].as_str().map(str::len), Some(query.len()));
+    }
+    let metrics = s.get("/metrics").text();
+    assert!(
+        !metrics.contains("hookbin_event_stream_resyncs_total 0\n"),
+        "the stream never fell behind, so the catch-up was not tested:\n{metrics}"
+    );
+    // Live again after the catch-up.
+    let last = s.capture(&bin, b"live");
+    assert_eq!(slow.next().0, last);
+}
+
 #[test]
 fn delayed_responses_hold_no_worker_or_database_connection() {
     let s = Server::start(&[]);

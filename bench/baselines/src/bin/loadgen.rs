@@ -71,6 +71,7 @@ fn main() {
     // Two workers, like the servers under test: the load generator shares the same 2 cores.
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(opt(&args, "--workers", 2))
+        .thread_name("capture")
         .enable_all()
         .build()
         .expect("tokio runtime");
@@ -595,13 +596,24 @@ async fn viewers_main(args: &[String]) -> i32 {
 
     let tallies: Vec<Arc<StreamTally>> = (0..streams).map(|_| Arc::default()).collect();
     let opened = Arc::new(tokio::sync::Semaphore::new(0));
+    // The stream readers run on threads of their own: on the senders' runtime, a sender whose
+    // answer had come waited in the run queue behind every reader with text to parse, and that
+    // wait counted as the server's latency. The threads still share the machine's cores (as
+    // the server's do): their CPU time is printed apart (`reader_cpu_ms`).
+    let readers = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(opt(args, "--reader-workers", 2))
+        .thread_name("viewers")
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let cpu_before = thread_cpu_ms();
     for (i, tally) in tallies.iter().enumerate() {
         // 127.0.0.2, 127.0.0.3, ...: --per-addr streams from each.
         let host = 2 + (i / per_addr) as u32;
         let from = Ipv4Addr::from(u32::from(Ipv4Addr::new(127, 0, 0, 0)) + host);
         let (tally, opened, bin) = (tally.clone(), opened.clone(), bin.clone());
         let addr = load.addr;
-        tokio::spawn(async move {
+        readers.spawn(async move {
             if let Err(e) = watch(addr, from, &bin, &tally, &opened).await {
                 tally.failed.store(true, Ordering::Relaxed);
                 eprintln!("loadgen: stream from {from} failed: {e}");
@@ -656,9 +668,13 @@ async fn viewers_main(args: &[String]) -> i32 {
                 && t.last_id.load(Ordering::Relaxed) == want
         })
         .count();
+    let cpu = thread_cpu_ms();
+    let spent = |name: &str| {
+        cpu.get(name).copied().unwrap_or(0) - cpu_before.get(name).copied().unwrap_or(0)
+    };
     println!(
         "STREAMS streams={streams} complete={complete} failed={} out_of_order={} expected_events={want} \
-         min_events={} max_events={} catch_up_ms={}",
+         min_events={} max_events={} catch_up_ms={} reader_cpu_ms={} sender_cpu_ms={}",
         tallies
             .iter()
             .filter(|t| t.failed.load(Ordering::Relaxed))
@@ -669,10 +685,37 @@ async fn viewers_main(args: &[String]) -> i32 {
             .sum::<u64>(),
         events.iter().min().copied().unwrap_or(0),
         events.iter().max().copied().unwrap_or(0),
-        waited.as_millis()
+        waited.as_millis(),
+        spent("viewers"),
+        spent("capture")
     );
+    readers.shutdown_background();
     0
 }
+
+/// CPU time (user + system, ms) of this process's threads so far, by thread name.
+fn thread_cpu_ms() -> std::collections::HashMap<String, u64> {
+    let tick_ms = 1000 / 100; // USER_HZ: 100 on Linux
+    let mut by_name = std::collections::HashMap::new();
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return by_name;
+    };
+    for task in tasks.flatten() {
+        let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else {
+            continue;
+        };
+        // "tid (name) state ...": the name may hold spaces; fields 14 and 15 are utime, stime.
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+            continue;
+        };
+        let fields: Vec<&str> = stat[close + 2..].split(' ').collect();
+        let ticks: u64 = fields[11].parse::<u64>().unwrap_or(0) + fields[12].parse::<u64>().unwrap_or(0);
+        *by_name.entry(stat[open + 1..close].to_owned()).or_insert(0) += ticks * tick_ms;
+    }
+    by_name
+}
+
+
 
 /// Opens one stream from `from` and counts its `request` events until the process ends.
 async fn watch(
@@ -694,30 +737,38 @@ async fn watch(
             String::from_utf8_lossy(&conn.buf)
         )));
     }
-    conn.buf.drain(..head_len);
+    let mut buf = std::mem::take(&mut conn.buf);
+    buf.drain(..head_len);
     let mut chunks = Chunked::default();
     let mut events = Sse::default();
     let mut announced = false;
-    let mut data = Vec::new();
     loop {
-        data.clear();
-        chunks.decode(&mut conn.buf, &mut data)?;
-        if !data.is_empty() {
-            if !announced {
-                // The first bytes are the server's "stream open" comment.
-                announced = true;
-                opened.add_permits(1);
-            }
-            events.feed(&data, tally);
+        // Parsed where it was read: only an incomplete line or chunk-size line is kept (moved
+        // to the front) for the next read.
+        let used = chunks.decode(&buf, |data| events.feed(data))?;
+        buf.drain(..used);
+        events.publish(tally);
+        if !announced && events.bytes > 0 {
+            // The first bytes are the server's "stream open" comment.
+            announced = true;
+            opened.add_permits(1);
         }
         if chunks.done {
             return Err(std::io::Error::other("the server ended the stream"));
         }
-        if conn.stream.read_buf(&mut conn.buf).await? == 0 {
+        // Room for what a 25 ms write of 500 streams' server brings, in one read.
+        if buf.capacity() - buf.len() < READ_MIN {
+            buf.reserve(READ_SIZE);
+        }
+        if conn.stream.read_buf(&mut buf).await? == 0 {
             return Err(std::io::ErrorKind::UnexpectedEof.into());
         }
     }
 }
+
+/// Each stream's read buffer: a read takes what the socket holds, up to this.
+const READ_SIZE: usize = 256 * 1024;
+const READ_MIN: usize = 64 * 1024;
 
 /// Decodes `Transfer-Encoding: chunked` incrementally.
 #[derive(Default)]
@@ -729,13 +780,14 @@ struct Chunked {
 }
 
 impl Chunked {
-    /// Moves every decodable byte of `buf` into `out`, leaving an incomplete size line.
-    fn decode(&mut self, buf: &mut Vec<u8>, out: &mut Vec<u8>) -> std::io::Result<()> {
+    /// Gives every decodable data byte of `buf` to `data`, in order; the count of bytes of
+    /// `buf` used (an incomplete size line or chunk CRLF is left).
+    fn decode(&mut self, buf: &[u8], mut data: impl FnMut(&[u8])) -> std::io::Result<usize> {
         let mut at = 0;
         loop {
             if self.in_chunk {
                 let take = self.left.min(buf.len() - at);
-                out.extend_from_slice(&buf[at..at + take]);
+                data(&buf[at..at + take]);
                 at += take;
                 self.left -= take;
                 if self.left > 0 {
@@ -762,47 +814,67 @@ impl Chunked {
             self.left = size;
             self.in_chunk = true;
         }
-        buf.drain(..at);
-        Ok(())
+        Ok(at)
     }
 }
 
-/// Parses server-sent events line by line.
+/// Parses server-sent events line by line and checks their ids: counted here, published to
+/// the stream's tally after each read (one set of atomic stores per read, not per event).
 #[derive(Default)]
 struct Sse {
-    line: Vec<u8>,
+    /// A line cut by the end of a read (or of a chunk), until its end comes.
+    partial: Vec<u8>,
     id: Option<u64>,
     is_request: bool,
+    events: u64,
+    last_id: u64,
+    out_of_order: u64,
+    /// Data bytes seen.
+    bytes: u64,
 }
 
 impl Sse {
-    fn feed(&mut self, mut data: &[u8], tally: &StreamTally) {
-        // memchr: 500 streams at a few thousand events/s are a GB/s of text to split into lines.
+    fn feed(&mut self, mut data: &[u8]) {
+        self.bytes += data.len() as u64;
+        // memchr: 500 streams at a few thousand events/s are GB/s of text to split into lines.
         while let Some(nl) = memchr::memchr(b'\n', data) {
-            self.line.extend_from_slice(&data[..nl]);
-            data = &data[nl + 1..];
-            let line = std::mem::take(&mut self.line);
-            if line.is_empty() {
-                // End of an event.
-                if self.is_request {
-                    let id = self.id.unwrap_or(0);
-                    let last = tally.last_id.load(Ordering::Relaxed);
-                    if id != last + 1 {
-                        tally.out_of_order.fetch_add(1, Ordering::Relaxed);
-                    }
-                    tally.last_id.store(id.max(last), Ordering::Relaxed);
-                    tally.events.fetch_add(1, Ordering::Relaxed);
-                }
-                self.id = None;
-                self.is_request = false;
-            } else if let Some(v) = line.strip_prefix(b"id: ") {
-                self.id = std::str::from_utf8(v).ok().and_then(|v| v.parse().ok());
-            } else if line == b"event: request" {
-                self.is_request = true;
+            if self.partial.is_empty() {
+                self.line(&data[..nl]);
+            } else {
+                let mut line = std::mem::take(&mut self.partial);
+                line.extend_from_slice(&data[..nl]);
+                self.line(&line);
+                line.clear();
+                self.partial = line;
             }
-            self.line = line;
-            self.line.clear();
+            data = &data[nl + 1..];
         }
-        self.line.extend_from_slice(data);
+        self.partial.extend_from_slice(data);
+    }
+
+    fn line(&mut self, line: &[u8]) {
+        if line.is_empty() {
+            // End of an event.
+            if self.is_request {
+                let id = self.id.unwrap_or(0);
+                if id != self.last_id + 1 {
+                    self.out_of_order += 1;
+                }
+                self.last_id = id.max(self.last_id);
+                self.events += 1;
+            }
+            self.id = None;
+            self.is_request = false;
+        } else if let Some(v) = line.strip_prefix(b"id: ") {
+            self.id = std::str::from_utf8(v).ok().and_then(|v| v.parse().ok());
+        } else if line == b"event: request" {
+            self.is_request = true;
+        }
+    }
+
+    fn publish(&self, tally: &StreamTally) {
+        tally.events.store(self.events, Ordering::Relaxed);
+        tally.out_of_order.store(self.out_of_order, Ordering::Relaxed);
+        tally.last_id.store(self.last_id, Ordering::Relaxed);
     }
 }
