@@ -6,14 +6,17 @@
 //! sizes, and the reaper pauses between steps (see `Pacing`).
 //!
 //! On SQLite a step holds the only writer: every capture that arrives during it waits for all of
-//! it. So the steps are short (about 1 ms) and spaced out (50x the step, at least 40 ms: about 20 a
-//! second, 2% of the writer's time), for the first 30 s of a pass; a pass still running then is
-//! behind the rate at which rows expire, and goes on at 3x (see `GENTLE_FOR`). Measured with
-//! `bench/run.sh`'s reap of 100k requests under load (bench/RESULTS.md, 2026-12-01): steps of 1 ms
-//! with pauses of 3x the step (about 100 steps a second, the reap done in 2-4 s) put the capture
-//! p99 at 2.1-3.0x that of the same load without a reap, and with these 1.3-1.8x. Longer steps
-//! spaced further apart were worse (8-16 ms every 300+ ms: 4.7x; 3 ms every 100+ ms: 1.3-2.1x);
-//! 0.5 ms steps every 20+ ms were too slow to finish the reap within the benchmark's 40 s.
+//! it, COMMIT included (the writer times the whole transaction). So the steps are short (about
+//! 1 ms) and spaced out (50x the step, at least 40 ms: about 20 a second, 2% of the writer's
+//! time), for the first 30 s of a pass; a pass still running then is behind, and its pauses
+//! shrink until it is done (see `GENTLE_FOR`). Measured with `bench/run.sh`'s reap of 100k
+//! requests under load (bench/RESULTS.md, 2026-12-01): steps of 1 ms with pauses of 3x the step
+//! (about 100 steps a second, the reap done in 2-4 s) put the capture p99 at 2.1-3.0x that of the
+//! same load without a reap, and with these 1.3-1.8x. Longer steps spaced further apart were
+//! worse (8-16 ms every 300+ ms: 4.7x; 3 ms every 100+ ms: 1.3-2.1x). Those steps were timed
+//! without their COMMIT, so a "1 ms" step held the writer longer; the catch-up pace of 3x then
+//! kept the writer busy most of the time and stalled captures for up to a second in the soak
+//! (`bench/soak.sh`).
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
@@ -26,73 +29,85 @@ const MIN_BUDGET: usize = 16;
 const MAX_BUDGET: usize = 4096;
 
 /// How the reaper spaces its steps.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 struct Pacing {
     /// The step length the budget adapts to (a full step between half and twice this keeps it).
     target: Duration,
     /// The pause after a step, as a multiple of the step's length ...
-    pause_factor: u32,
+    pause_factor: f64,
     /// ... and at least this.
     min_pause: Duration,
 }
 
-/// SQLite: the engine measures the step inside the writer (`step_time`), and a step stops every
-/// capture while it runs. In the benchmark (100 bins x 1000 requests under load) that reaped
-/// 4,000-6,000 rows a second: 100k requests in 17-24 s.
+/// SQLite: the writer measures the step, COMMIT included (`step_time`), and a step stops every
+/// capture while it runs. Steps of about 1 ms with pauses of 50x the step (at least 40 ms) give
+/// the reaper 2% of the writer's time.
 const WRITER: Pacing = Pacing {
     target: Duration::from_millis(1),
-    pause_factor: 50,
+    pause_factor: 50.0,
     min_pause: Duration::from_millis(40),
 };
 
-/// How long a pass may go on at [`WRITER`]'s pace. A pass still running after this means rows
-/// expire faster than that pace reaps them: in the soak of 2026-12-01 (`bench/soak.sh`, a bin a
-/// second filled to its 1,000 requests, `--bin-ttl 1m`) 2,000 rows expired a second and the pace
-/// reaped 1,340, so each pass took longer than the last and the database grew without bound.
-/// The rest of such a pass goes at [`CATCH_UP`]'s: expired data never piles up, and the capture
-/// p99 pays for it only while the reaper is behind. A one-off reap of 100k requests under load
-/// (the benchmark's) takes 17-24 s, so it stays gentle.
+/// How long a pass may go on at [`WRITER`]'s pace. A pass still running after this is behind the
+/// rate at which rows expire (with `--bin-ttl 1m` and the default 1 min reap interval, each pass
+/// has a minute of expired bins to delete before the next one starts), or it has a large backlog.
+/// From then on the pauses shrink by half every [`RAMP`], down to [`CATCH_UP_FACTOR`] times the
+/// step: the reaper takes a larger share of the writer only while it stays behind, and only
+/// as much larger as it takes to finish.
 const GENTLE_FOR: Duration = Duration::from_secs(30);
-/// SQLite, past [`GENTLE_FOR`] in a pass: steps of about 1 ms with pauses of three times the
-/// step (the pace before [`WRITER`]'s; it reaped 100k requests in 2-4 s under the benchmark's
-/// load).
-const CATCH_UP: Pacing = Pacing {
-    target: Duration::from_millis(1),
-    pause_factor: 3,
-    min_pause: Duration::from_millis(1),
-};
+/// See [`GENTLE_FOR`].
+const RAMP: Duration = Duration::from_secs(10);
+/// The shortest pause of a pass that is behind, as a multiple of the step: a quarter of the
+/// writer's time.
+const CATCH_UP_FACTOR: f64 = 3.0;
+
 /// PostgreSQL: the step is a round trip (no `step_time`) and captures do not queue behind it;
 /// short steps with a pause of three times the step, as before.
 const ROUND_TRIP: Pacing = Pacing {
     target: Duration::from_millis(1),
-    pause_factor: 3,
+    pause_factor: 3.0,
     min_pause: Duration::from_millis(1),
 };
 
 impl Pacing {
     /// The pace for the next step, `running` into the pass.
     fn of(step_time: Option<Duration>, running: Duration) -> Pacing {
-        match step_time {
-            Some(_) if running < GENTLE_FOR => WRITER,
-            Some(_) => CATCH_UP,
-            None => ROUND_TRIP,
+        if step_time.is_none() {
+            return ROUND_TRIP;
+        }
+        let Some(over) = running.checked_sub(GENTLE_FOR) else {
+            return WRITER;
+        };
+        // Halved every RAMP past GENTLE_FOR, the minimum pause with them.
+        let shrink = 0.5f64.powf(over.as_secs_f64() / RAMP.as_secs_f64());
+        let factor = (WRITER.pause_factor * shrink).max(CATCH_UP_FACTOR);
+        Pacing {
+            pause_factor: factor,
+            min_pause: scale(WRITER.min_pause, factor / WRITER.pause_factor),
+            ..WRITER
         }
     }
 
-    /// The next budget after a full step that took `took`.
+    /// The next budget after a full step that took `took`: the one that would have taken the
+    /// target, but at most halved or doubled at a time. (Halving past twice the target and
+    /// doubling below half of it left the budget halved after one slow step: steps of half the
+    /// target, and with the minimum pause half the rows a second, for the rest of the pass.)
     fn adapt(&self, budget: usize, took: Duration) -> usize {
-        if took > self.target * 2 {
-            (budget / 2).max(MIN_BUDGET)
-        } else if took < self.target / 2 {
-            (budget * 2).min(MAX_BUDGET)
-        } else {
-            budget
-        }
+        let ideal = budget as f64 * self.target.as_secs_f64() / took.as_secs_f64().max(1e-9);
+        let next = ideal
+            .clamp(budget as f64 / 2.0, budget as f64 * 2.0)
+            .round() as usize;
+        next.clamp(MIN_BUDGET, MAX_BUDGET)
     }
 
     fn pause(&self, took: Duration) -> Duration {
-        (took * self.pause_factor).max(self.min_pause)
+        scale(took, self.pause_factor).max(self.min_pause)
     }
+}
+
+/// `d * factor`, to the nanosecond.
+fn scale(d: Duration, factor: f64) -> Duration {
+    Duration::from_nanos((d.as_nanos() as f64 * factor).round() as u64)
 }
 
 /// Runs until shutdown.
@@ -148,7 +163,16 @@ pub async fn reap_all(
         if step.requests_deleted as usize >= *budget {
             *budget = pacing.adapt(*budget, took);
         }
-        tokio::time::sleep(pacing.pause(took)).await;
+        let pause = pacing.pause(took);
+        tracing::debug!(
+            requests = step.requests_deleted,
+            bins = step.bins_deleted.len(),
+            took_us = took.as_micros() as u64,
+            budget = *budget,
+            pause_ms = pause.as_millis() as u64,
+            "reap step"
+        );
+        tokio::time::sleep(pause).await;
     }
     if bins > 0 || requests > 0 {
         tracing::info!(bins, requests, "reaped expired bins");
@@ -176,15 +200,39 @@ mod tests {
         assert_eq!(WRITER.adapt(1024, ms(3)), 512);
         assert_eq!(WRITER.adapt(MAX_BUDGET, ms(1)), MAX_BUDGET);
         assert_eq!(WRITER.adapt(MIN_BUDGET, ms(50)), MIN_BUDGET);
-        // A round trip (PostgreSQL): three times the step.
+        // In between, towards the target: a step of 128 rows that took 0.64 ms would have
+        // taken 1 ms with 200.
+        assert_eq!(WRITER.adapt(128, us(640)), 200);
+        assert_eq!(WRITER.adapt(200, us(1250)), 160);
+        // A round trip (PostgreSQL): three times the step, however long the pass runs.
         assert_eq!(Pacing::of(None, Duration::ZERO), ROUND_TRIP);
         assert_eq!(ROUND_TRIP.pause(ms(5)), ms(15));
-        // A pass still going after GENTLE_FOR is behind: pauses of three times the step.
-        assert_eq!(Pacing::of(Some(ms(1)), GENTLE_FOR - ms(1)), WRITER);
-        assert_eq!(Pacing::of(Some(ms(1)), GENTLE_FOR), CATCH_UP);
-        assert_eq!(CATCH_UP.pause(ms(1)), ms(3));
-        assert_eq!(Pacing::of(None, GENTLE_FOR * 2), ROUND_TRIP);
+        assert_eq!(Pacing::of(None, GENTLE_FOR * 4), ROUND_TRIP);
     }
+
+    #[test]
+    fn a_pass_still_running_after_gentle_for_halves_its_pauses_every_ramp() {
+        let ms = Duration::from_millis;
+        let us = Duration::from_micros;
+        let at = |running| Pacing::of(Some(ms(1)), running);
+        assert_eq!(at(GENTLE_FOR - ms(1)), WRITER);
+        assert_eq!(at(GENTLE_FOR), WRITER);
+        // One RAMP past: 25x the step, at least 20 ms; two: 12.5x, at least 10 ms.
+        assert_eq!(at(GENTLE_FOR + RAMP).pause(ms(1)), ms(25));
+        assert_eq!(at(GENTLE_FOR + RAMP).pause(us(100)), ms(20));
+        assert_eq!(at(GENTLE_FOR + RAMP * 2).pause(ms(2)), ms(25));
+        assert_eq!(at(GENTLE_FOR + RAMP * 2).pause(us(100)), ms(10));
+        // In between, in between.
+        let half = at(GENTLE_FOR + RAMP / 2).pause(ms(1));
+        assert!(ms(25) < half && half < ms(50), "{half:?}");
+        // Never below CATCH_UP_FACTOR times the step (a quarter of the writer's time).
+        let late = at(GENTLE_FOR + RAMP * 20);
+        assert_eq!(late.pause(ms(1)), ms(3));
+        assert_eq!(late.pause(us(10)), us(2400));
+        // The step length the budget adapts to stays the same.
+        assert_eq!(late.adapt(512, ms(1)), 512);
+    }
+
     use crate::config::Config;
     use crate::events::EventHub;
     use crate::model::{Bin, StoredRequest};

@@ -210,8 +210,8 @@ pub struct ReapProgress {
     pub bins_deleted: Vec<String>,
     /// True when no expired bin is left (or, on PostgreSQL, another node is reaping).
     pub done: bool,
-    /// The step's own time in the database, without its wait in the write queue, when the
-    /// engine measures it (SQLite's writer does); the reaper paces itself by it.
+    /// The step's own time in the database, COMMIT included but without its wait in the write
+    /// queue, when the engine measures it (SQLite's writer does); the reaper paces itself by it.
     pub step_time: Option<std::time::Duration>,
 }
 
