@@ -157,6 +157,25 @@ hwm_kb() { awk '/^VmHWM:/ {print $2}' "/proc/${PID[$1]}/status" 2>/dev/null || s
 # CPU time (user + system) of server NAME so far, in clock ticks (/proc/PID/stat fields 14, 15).
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/${PID[$1]}/stat" 2>/dev/null || say 0; }
 TICKS=$(getconf CLK_TCK)
+# Where a server's time and bytes go, from the kernel's counters for its process (every thread):
+# "CPU_TICKS WRITE_BYTES WCHAR". CPU = utime + stime in clock ticks; write_bytes = bytes of page
+# cache the process dirtied (what will reach the disk; a page dirtied again before writeback is
+# counted once), less those cancelled by a truncate; wchar = bytes handed to write() and pwrite().
+proc_counters() {
+    local pid=${PID[$1]}
+    # The command name (field 2) may hold spaces; fields are counted after its closing ')'.
+    local cpu
+    cpu=$(sed 's/^.*) //' "/proc/$pid/stat" 2>/dev/null | awk '{ print $12 + $13 }') || cpu=0
+    awk -v cpu="${cpu:-0}" '$1 == "wchar:" { wc = $2 } $1 == "write_bytes:" { wb = $2 }
+        $1 == "cancelled_write_bytes:" { cb = $2 } END { printf "%d %d %d\n", cpu, wb - cb, wc }' \
+        "/proc/$pid/io" 2>/dev/null || say "0 0 0"
+}
+# Per-capture figures between two proc_counters snapshots: "CPU_US DISK_BYTES WRITE_BYTES".
+per_capture() { # BEFORE AFTER CAPTURES
+    awk -v a="$1" -v b="$2" -v n="$3" -v hz="$TICKS" 'BEGIN { split(a, x, " "); split(b, y, " ");
+        if (n <= 0) { print "nan nan nan"; exit }
+        printf "%.1f %.0f %.0f\n", (y[1] - x[1]) * 1e6 / hz / n, (y[2] - x[2]) / n, (y[3] - x[3]) / n }'
+}
 
 # ---------------------------------------------------------------------------------------------
 # hookbin's API (flat JSON fields only, so no jq needed)
