@@ -73,6 +73,7 @@ if ! command -v wrk >/dev/null; then
 fi
 
 if [[ $SKIP_BUILD != 1 ]]; then
+    lock -s
     if [[ $need_hookbin == 1 && -z ${BENCH_HOOKBIN:-} ]]; then
         say "bench: building hookbin (cargo build --profile dist in $MAIN_DIR) ..."
         (cd "$MAIN_DIR" && cargo build --profile dist --bin hookbin) || die "hookbin dist build failed"
@@ -88,6 +89,8 @@ fi
 if [[ $need_hookbin == 1 ]]; then
     [[ -x $HOOKBIN ]] || die "missing $HOOKBIN (cargo build --profile dist in $MAIN_DIR, or set BENCH_HOOKBIN)"
 fi
+# Everything from here on is measured: under BENCH_LOCK, nothing else heavy runs beside it.
+lock -x
 
 # ---------------------------------------------------------------------------------------------
 # Servers: start_server, start_hookbin, stop_server and the cleanup on exit are bench/lib.sh's.
