@@ -795,14 +795,28 @@ fn reap_rows(conn: &Connection, rows: &[i64], bins: Vec<String>) -> rusqlite::Re
     let mut any = conn.prepare_cached(
         "SELECT 1 FROM bin_requests INDEXED BY bin_requests_by_bin WHERE bin_id = ?1 AND seq > 0",
     )?;
-    let mut delete_bin = conn.prepare_cached("DELETE FROM bins WHERE id = ?1")?;
+    let mut emptied = Vec::new();
     for bin in bins {
         if !any.exists([&bin])? {
-            delete_bin.execute([&bin])?;
-            progress.bins_deleted.push(bin);
+            emptied.push(bin);
         }
     }
+    delete_emptied_bins(conn, emptied, &mut progress)?;
     Ok(progress)
+}
+
+/// Deletes bins whose requests a step has just deleted (no cascade left to run) and reports them.
+fn delete_emptied_bins(
+    conn: &Connection,
+    bins: Vec<String>,
+    progress: &mut ReapProgress,
+) -> rusqlite::Result<()> {
+    let mut delete_bin = conn.prepare_cached("DELETE FROM bins WHERE id = ?1")?;
+    for bin in bins {
+        delete_bin.execute([&bin])?;
+        progress.bins_deleted.push(bin);
+    }
+    Ok(())
 }
 
 /// Deletes the rows with these ids (in this order: row order walks the table forwards).
@@ -856,11 +870,7 @@ fn reap_by_bin(conn: &Connection, now: i64, budget: usize) -> rusqlite::Result<R
     }
     rows.sort_unstable();
     progress.requests_deleted = delete_rows(conn, &rows)?;
-    let mut delete_bin = conn.prepare_cached("DELETE FROM bins WHERE id = ?1")?;
-    for id in emptied {
-        delete_bin.execute([&id])?;
-        progress.bins_deleted.push(id);
-    }
+    delete_emptied_bins(conn, emptied, &mut progress)?;
     Ok(progress)
 }
 
