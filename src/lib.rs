@@ -80,6 +80,8 @@ pub enum RunError {
     /// The listener has no local address to announce (it is not a bound TCP socket).
     #[error("cannot read the listening address: {0}")]
     Address(std::io::Error),
+    #[error("cannot start the event streams' threads: {0}")]
+    StreamRuntime(std::io::Error),
     /// The database: it names the path and the reason.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -100,6 +102,8 @@ pub async fn run(
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), RunError> {
     let addr = listener.local_addr().map_err(RunError::Address)?;
+    // Dropped last, when every stream has ended (or the stop gave up waiting for them).
+    let streams = server::StreamRuntime::start().map_err(RunError::StreamRuntime)?;
     let events = EventHub::new();
     let location = Location::parse(&config.db);
     let store_config = StoreConfig {
@@ -119,7 +123,9 @@ pub async fn run(
     );
     state.tasks.spawn(reaper::run(state.clone()));
     state.tasks.spawn(server::anchor_timers(state.clone()));
-    state.tasks.spawn(server::serve(listener, state.clone()));
+    state
+        .tasks
+        .spawn(server::serve(listener, state.clone(), streams.handle()));
     shutdown.await;
     tracing::info!("shutting down: finishing in-flight requests");
     trigger.trigger();

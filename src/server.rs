@@ -8,6 +8,10 @@
 //! Each connection is a task on [`AppState::tasks`]. On shutdown the accept loop returns (the
 //! listener closes) and every connection finishes the request it is on (hyper's graceful
 //! shutdown), for at most [`GRACE`]; the caller waits for the tasks, then drains the writer.
+//!
+//! A connection whose first request opens an event stream (`GET /api/bins/{bin}/stream`) is
+//! served on a runtime of its own, [`StreamRuntime`], whose threads run at the lowest CPU
+//! priority: see there for why.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -17,7 +21,8 @@ use std::time::Duration;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::runtime::{Handle, Runtime};
 use tokio::sync::Semaphore;
 
 use crate::limits::Slot;
@@ -63,8 +68,9 @@ pub async fn anchor_timers(state: Arc<AppState>) {
     }
 }
 
-/// Accepts until `state.shutdown` triggers; the connections run on as tasks of `state.tasks`.
-pub async fn serve(listener: TcpListener, state: Arc<AppState>) {
+/// Accepts until `state.shutdown` triggers; the connections run on as tasks of `state.tasks`,
+/// event streams on `streams`.
+pub async fn serve(listener: TcpListener, state: Arc<AppState>, streams: Handle) {
     let permits = Arc::new(Semaphore::new(state.config.max_connections));
     let builder = Arc::new(http1_builder(&state));
     let shutdown = state.shutdown.clone();
@@ -96,10 +102,30 @@ pub async fn serve(listener: TcpListener, state: Arc<AppState>) {
         let _ = stream.set_nodelay(true);
         let builder = builder.clone();
         let connection_state = state.clone();
+        let streams = streams.clone();
         state.tasks.spawn(async move {
             let state = connection_state;
             state.open_connections.fetch_add(1, Relaxed);
-            serve_connection(&state, &builder, stream, peer).await;
+            // A stop does not wait for a client that has sent nothing yet, as hyper does not.
+            let first = tokio::select! {
+                first = first_request(&stream, state.config.header_timeout) => first,
+                _ = state.shutdown.triggered() => First::None,
+            };
+            match first {
+                First::Stream => match move_to(&streams, stream) {
+                    Ok(stream) => {
+                        let (state, builder) = (state.clone(), builder.clone());
+                        // Served to its end there; this task only waits for it (an error is
+                        // the stream runtime stopping, at the end of a stop).
+                        let _ = streams
+                            .spawn(async move { serve_connection(&state, &builder, stream, peer).await })
+                            .await;
+                    }
+                    Err(e) => tracing::warn!(%peer, cause = %e, "cannot move an event stream's connection to the stream runtime"),
+                },
+                First::Other => serve_connection(&state, &builder, stream, peer).await,
+                First::None => {}
+            }
             state.open_connections.fetch_sub(1, Relaxed);
             drop(slot);
             drop(permit);
@@ -125,6 +151,112 @@ fn refuse(stream: &tokio::net::TcpStream) {
         }
     }
     let _ = stream.try_write(REFUSAL);
+}
+
+/// The threads that serve event streams: as many as the main runtime has, each at the lowest
+/// CPU priority (nice 19).
+///
+/// Why: delivering every capture to hundreds of open streams costs the server more CPU than
+/// the captures themselves (at 10,000 captures/s with 500 streams, 71 us of CPU per capture
+/// against 32 without, mostly the kernel copying event text into the sockets; issue 15,
+/// `bench/viewers.sh`). On the same threads as the captures, every capture that arrived during
+/// a burst of stream writes waited for it. At nice 19 the kernel runs capture work first and
+/// the streams in the time it leaves; a stream that falls behind that way still gets every
+/// event, from the live buffer or, past it, from the database (`events.rs`, `http/stream.rs`).
+#[derive(Debug)]
+pub struct StreamRuntime(Option<Runtime>);
+
+/// The nice value of the stream threads: the lowest priority there is.
+pub const STREAM_NICE: i32 = 19;
+
+impl StreamRuntime {
+    pub fn start() -> std::io::Result<StreamRuntime> {
+        let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(threads)
+            .thread_name("hookbin-streams")
+            .on_thread_start(lower_priority)
+            .enable_all()
+            .build()?;
+        Ok(StreamRuntime(Some(runtime)))
+    }
+
+    pub fn handle(&self) -> Handle {
+        match &self.0 {
+            Some(runtime) => runtime.handle().clone(),
+            None => unreachable!("the runtime is only taken by drop"),
+        }
+    }
+}
+
+impl Drop for StreamRuntime {
+    /// Without waiting: dropping a runtime blocks, which is not allowed on the main runtime's
+    /// threads, and by now every stream has ended (or the stop gave up on it).
+    fn drop(&mut self) {
+        if let Some(runtime) = self.0.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+/// Lowers the calling thread's priority to [`STREAM_NICE`]. On Linux, `setpriority` with a
+/// thread id applies to that thread only. Through rustix: the crate forbids `unsafe`, and
+/// rustix is the safe wrapper of the system call already in the tree (tempfile's).
+fn lower_priority() {
+    let tid = rustix::thread::gettid();
+    if let Err(e) = rustix::process::setpriority_process(Some(tid), STREAM_NICE) {
+        // Streams still work at the normal priority; they only compete with the captures.
+        tracing::warn!(cause = %e, "cannot lower the priority of an event-stream thread");
+    }
+}
+
+/// What the first request on a connection is, from its first bytes.
+#[derive(Debug, PartialEq, Eq)]
+enum First {
+    /// `GET /api/bins/{bin}/stream`.
+    Stream,
+    Other,
+    /// The client sent nothing before the header timeout, or closed: hyper would have closed
+    /// the connection without an answer too.
+    None,
+}
+
+/// Waits for the connection's first bytes (at most `timeout`) and tells whether they open an
+/// event stream, without consuming them: hyper reads them next.
+///
+/// The header timeout starts again when hyper takes over, so a client that sends its first
+/// byte late and then stalls is closed after at most twice `--header-timeout`.
+async fn first_request(stream: &TcpStream, timeout: Duration) -> First {
+    // Enough for the request line up to the end of the path.
+    let mut head = [0u8; 128];
+    match tokio::time::timeout(timeout, stream.peek(&mut head)).await {
+        Ok(Ok(n)) if n > 0 && is_event_stream(&head[..n]) => First::Stream,
+        Ok(Ok(n)) if n > 0 => First::Other,
+        _ => First::None,
+    }
+}
+
+/// Whether `head` (the first bytes of a request) is `GET /api/bins/{bin}/stream`, with or
+/// without a query. A request line cut before the end of its path is not (it is served on
+/// the main runtime, which is only slower for a stream, never wrong).
+fn is_event_stream(head: &[u8]) -> bool {
+    let Some(target) = head.strip_prefix(b"GET /api/bins/") else {
+        return false;
+    };
+    let Some(end) = target.iter().position(|&b| b == b' ' || b == b'?') else {
+        return false;
+    };
+    target[..end]
+        .strip_suffix(b"/stream")
+        .is_some_and(|bin| !bin.is_empty() && !bin.contains(&b'/'))
+}
+
+/// `stream`, registered with the runtime of `to` instead of the current one (a socket's
+/// readiness comes from the runtime it was registered with).
+fn move_to(to: &Handle, stream: TcpStream) -> std::io::Result<TcpStream> {
+    let stream = stream.into_std()?;
+    let _entered = to.enter();
+    TcpStream::from_std(stream)
 }
 
 async fn serve_connection(
@@ -170,6 +302,35 @@ async fn serve_connection(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn event_streams_are_told_from_their_first_bytes() {
+        for head in [
+            "GET /api/bins/abc/stream HTTP/1.1\r\nHost: h\r\n\r\n",
+            "GET /api/bins/abc/stream?last_event_id=7&q=x HTTP/1.1\r\n",
+            // Cut after the path: its end is known.
+            "GET /api/bins/abc/stream ",
+            "GET /api/bins/abc/stream?",
+        ] {
+            assert!(is_event_stream(head.as_bytes()), "{head:?}");
+        }
+        for head in [
+            "POST /r/abc HTTP/1.1\r\n",
+            "POST /api/bins/abc/stream HTTP/1.1\r\n",
+            "GET /api/bins/abc HTTP/1.1\r\n",
+            "GET /api/bins/abc/requests HTTP/1.1\r\n",
+            "GET /api/bins//stream HTTP/1.1\r\n",
+            "GET /api/bins/abc/x/stream HTTP/1.1\r\n",
+            "GET /bins/abc/stream HTTP/1.1\r\n",
+            "GET /api/bins/abc/streams HTTP/1.1\r\n",
+            // Cut inside the path: it may go on (`/stream/...`), so not a stream.
+            "GET /api/bins/abc/stream",
+            "GET /api/bi",
+            "",
+        ] {
+            assert!(!is_event_stream(head.as_bytes()), "{head:?}");
+        }
+    }
 
     #[test]
     fn the_refusal_is_a_whole_http_response() {

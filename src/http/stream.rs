@@ -39,24 +39,29 @@ use crate::web::error::ApiError;
 
 /// A comment line this often keeps proxies and browsers from closing an idle stream.
 const KEEPALIVE: Duration = Duration::from_secs(15);
-/// Writes waiting for the client per stream, each up to GATHER's worth of events. A stream
-/// whose feed finds the queue full stops taking live events and later catches up from the
-/// database, which costs far more than the queue's memory: with 4, 500 streams at 39,500
-/// captures/s (an overload on 2 cores) caught up 20,230 times in 20 s, missed events past the
-/// bin's cap and peaked at 128 MiB, against no catch-up at all with 64.
-const STREAM_QUEUE: usize = 64;
+/// Writes waiting for the client per stream, each up to GATHER's worth of events: 1.6 s of
+/// events. A stream whose feed finds the queue full stops taking live events and later catches
+/// up from the database, which costs far more than the queue's memory: with 100 ms of queue
+/// (4 writes of 25 ms), 500 streams at 39,500 captures/s (an overload on 2 cores) caught up
+/// 20,230 times in 20 s, missed events past the bin's cap and peaked at 128 MiB, against no
+/// catch-up at all with 1.6 s (64 writes of 25 ms).
+const STREAM_QUEUE: usize = 16;
 /// Rows fetched per replay query.
 const REPLAY_PAGE: usize = 500;
 /// Time between two writes to one busy stream. Each write costs a wake-up, a system call
-/// and a TCP segment per stream: with 500 streams on a bin paced at 1500 captures/s, writing
-/// every commit as it came gave a capture p99 of 144 ms (busy machine), gathering what arrives
-/// within 25 ms into one write 8-20 ms (issue 15, `bench/viewers.sh`). A viewer cannot see 25 ms.
-const GATHER: Duration = Duration::from_millis(25);
+/// and TCP segments per stream, on the server and on the viewer's side: with 500 streams on a
+/// bin paced at 1500 captures/s, writing every commit as it came gave a capture p99 of 144 ms
+/// (busy machine), gathering what arrives within 25 ms into one write 8-20 ms. From 25 to
+/// 100 ms, 500 streams at 3000 captures/s cost the server's stream threads a third less CPU
+/// (4.0-4.3 s per 10 s against 6.2-6.4 s) and the capture p99 fell from 7.7-8.8 ms to
+/// 2.6-4.0 ms, against 2.5-3.8 ms without streams (issue 15, `bench/viewers.sh`). An idle
+/// stream still writes at once; 100 ms is about what a person can just notice.
+const GATHER: Duration = Duration::from_millis(100);
 
 /// Where in each GATHER period a stream writes: streams opened one after another get phases
 /// spread evenly over the period (steps of the golden ratio), so that the streams of a bin,
 /// which all get the same commits, do not all write at the same moment. In step, 500 streams at
-/// 10,000 captures/s wrote 40 MB in one burst every 25 ms, and the captures that came during a
+/// 10,000 captures/s wrote 40 MB in one burst every period, and the captures that came during a
 /// burst waited behind it (issue 15, `bench/viewers.sh`).
 fn next_phase() -> Duration {
     static OPENED: AtomicU64 = AtomicU64::new(0);

@@ -438,7 +438,15 @@ pub struct EventReader(BufReader<std::net::TcpStream>);
 
 impl EventReader {
     pub fn open(s: &Server, bin: &str, last_event_id: Option<&str>) -> EventReader {
-        let mut conn = s.connect();
+        EventReader::open_on(s.connect(), bin, last_event_id)
+    }
+
+    /// The same on a connection that is already open.
+    pub fn open_on(
+        mut conn: std::net::TcpStream,
+        bin: &str,
+        last_event_id: Option<&str>,
+    ) -> EventReader {
         let mut head = format!(
             "GET /api/bins/{bin}/stream HTTP/1.1\r\nHost: h\r\nAccept: text/event-stream\r\n"
         );
@@ -562,13 +570,14 @@ fn a_stream_that_falls_behind_catches_up_from_the_database_with_every_event_in_o
     let s = Server::start(&["--max-requests-per-bin", "100000"]);
     let bin = s.create_bin();
     let mut slow = EventReader::open(&s, &bin, None);
-    // Each summary carries the 32 KiB query, and each capture is a commit of its own: for 6 s
-    // of captures, the sockets' buffers fill, then the stream's queue (64 writes, one per 25 ms
-    // at most), then the live buffer (256 commits) runs out.
+    // Each summary carries the 32 KiB query, and each capture is a commit of its own: the
+    // sockets' buffers fill (a few hundred events), then the stream's queue (16 writes, one per
+    // 100 ms at most: 1.6 s of captures), then the live buffer (1024 commits) runs out. 6 s and
+    // 2500 captures cover all three whether captures are slow or fast.
     let query = "q=".to_owned() + &"x".repeat(32 * 1024);
     let mut ids = Vec::new();
     let until = Instant::now() + Duration::from_secs(6);
-    while Instant::now() < until {
+    while Instant::now() < until || ids.len() < 2500 {
         let res = s.request("POST", &format!("/r/{bin}?{query}"), &[], b"x");
         assert_eq!(res.status, 200, "capture: {}", res.text());
         ids.push(res.header("x-request-id").unwrap().to_owned());
@@ -587,6 +596,87 @@ fn a_stream_that_falls_behind_catches_up_from_the_database_with_every_event_in_o
     // Live again after the catch-up.
     let last = s.capture(&bin, b"live");
     assert_eq!(slow.next().0, last);
+}
+
+/// The threads named `hookbin-streams`, as (nice value, bytes they passed to `write`).
+fn stream_threads(pid: u32) -> Vec<(i64, u64)> {
+    let mut threads = Vec::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
+        let dir = task.unwrap().path();
+        let Ok(comm) = std::fs::read_to_string(dir.join("comm")) else {
+            continue; // the thread ended meanwhile
+        };
+        if comm.trim_end() != "hookbin-streams" {
+            continue;
+        }
+        let stat = std::fs::read_to_string(dir.join("stat")).unwrap();
+        // Fields after the command's closing parenthesis: state is field 3, nice field 19.
+        let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split(' ').collect();
+        let nice = fields[19 - 3].parse().unwrap();
+        let io = std::fs::read_to_string(dir.join("io")).unwrap();
+        let wchar = io
+            .lines()
+            .find_map(|l| l.strip_prefix("wchar: "))
+            .unwrap()
+            .parse()
+            .unwrap();
+        threads.push((nice, wchar));
+    }
+    threads
+}
+
+/// Event streams are written by threads of their own at the lowest CPU priority, so that the
+/// captures they deliver come first (issue 15, `bench/viewers.sh`).
+#[test]
+fn event_streams_are_written_by_low_priority_threads() {
+    let s = Server::start(&[]);
+    let bin = s.create_bin();
+    let before = stream_threads(s.pid());
+    assert!(!before.is_empty(), "no hookbin-streams thread");
+    assert!(before.iter().all(|&(nice, _)| nice == 19), "{before:?}");
+    let mut live = EventReader::open(&s, &bin, None);
+    // The summary carries the query: an event of more than 32 KiB.
+    let query = "q=".to_owned() + &"x".repeat(32 * 1024);
+    let res = s.request("POST", &format!("/r/{bin}?{query}"), &[], b"x");
+    let (id, data) = live.next();
+    assert_eq!(Some(id.as_str()), res.header("x-request-id"));
+    assert_eq!(data["query"].as_str().map(str::len), Some(query.len()));
+    let written = |threads: &[(i64, u64)]| threads.iter().map(|t| t.1).sum::<u64>();
+    let after = stream_threads(s.pid());
+    assert!(
+        written(&after) - written(&before) > 32 * 1024,
+        "the stream threads wrote {} bytes, less than the event",
+        written(&after) - written(&before)
+    );
+}
+
+/// A stream opened on a connection that served something else first stays on that
+/// connection's threads, and works the same.
+#[test]
+fn a_stream_on_a_kept_alive_connection_gets_every_event() {
+    let s = Server::start(&[]);
+    let bin = s.create_bin();
+    let mut conn = BufReader::new(s.connect());
+    conn.get_mut()
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: h\r\n\r\n")
+        .unwrap();
+    let mut length = 0;
+    loop {
+        let mut line = String::new();
+        conn.read_line(&mut line).unwrap();
+        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+            length = v.trim().parse().unwrap();
+        }
+        if line.trim().is_empty() {
+            break;
+        }
+    }
+    std::io::Read::read_exact(&mut conn, &mut vec![0; length]).unwrap();
+    let mut live = EventReader::open_on(conn.into_inner(), &bin, None);
+    let a = s.capture(&bin, b"a");
+    let b = s.capture(&bin, b"b");
+    assert_eq!(live.next().0, a);
+    assert_eq!(live.next().0, b);
 }
 
 #[test]
