@@ -98,6 +98,46 @@ pub struct ScanBudget {
     pub max_bytes: usize,
     /// Wall time: decoding is what a budget of rows and bytes cannot bound.
     pub max_time: std::time::Duration,
+    /// Rows always scanned before `max_time` counts, so that a small bin is searched in one page
+    /// whatever the machine's load (a scan preempted for a while would otherwise stop early).
+    pub time_after_rows: usize,
+}
+
+impl ScanBudget {
+    /// Whether a scan that has looked at `rows` rows and `bytes` stored body bytes since
+    /// `started` has to stop here.
+    pub fn spent(&self, rows: usize, bytes: usize, started: std::time::Instant) -> bool {
+        rows >= self.max_rows
+            || bytes >= self.max_bytes
+            || (rows >= self.time_after_rows && started.elapsed() >= self.max_time)
+    }
+}
+
+#[cfg(test)]
+mod scan_budget_tests {
+    use super::ScanBudget;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn time_counts_only_after_the_first_rows() {
+        let budget = ScanBudget {
+            max_rows: 100,
+            max_bytes: 1000,
+            max_time: Duration::ZERO,
+            time_after_rows: 10,
+        };
+        let started = Instant::now();
+        // Out of time from the start, but the first 10 rows are always scanned.
+        assert!(!budget.spent(9, 0, started));
+        assert!(budget.spent(10, 0, started));
+        let timeless = ScanBudget {
+            max_time: Duration::from_secs(3600),
+            ..budget
+        };
+        assert!(!timeless.spent(99, 999, started));
+        assert!(timeless.spent(100, 0, started));
+        assert!(timeless.spent(0, 1000, started));
+    }
 }
 
 /// One page of a search: the matches (newest first) and, when the scan did not reach the
