@@ -29,7 +29,7 @@ use crate::rawhead::RawHead;
 use crate::response::{MAX_DELAY_MS, ResponseSpec};
 use crate::state::AppState;
 use crate::web::body::{self, Body};
-use crate::web::client::{client_ip, is_capture_host};
+use crate::web::client::{client_ip, ip_text, is_capture_host};
 use crate::web::error::ApiError;
 use crate::web::{Captured, ConnInfo};
 
@@ -276,7 +276,7 @@ fn stored_request(
         // before hookbin stopped reading (all of them when it read to the end).
         body_size: read.received,
         body_truncated: read.truncated,
-        remote_addr: client_ip(&state.config, conn.peer, &parts.headers).to_string(),
+        remote_addr: ip_text(client_ip(&state.config, conn.peer, &parts.headers)),
         http_version: version_name(parts.version).to_owned(),
         received_at,
         response: None,
@@ -381,8 +381,10 @@ async fn answer(
             size: read.received,
         });
     }
+    // A typed name: a `&str` one is parsed on every insert.
+    static X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
     res.headers_mut()
-        .insert("x-request-id", HeaderValue::from(request_id.get()));
+        .insert(&X_REQUEST_ID, HeaderValue::from(request_id.get()));
     res
 }
 
@@ -436,13 +438,17 @@ pub fn seal(res: &mut Response<Body>) {
 /// that, because it does not apply to worker scripts. Nothing legitimate does this: webhooks do
 /// not, and a page of another site loading a capture URL as a script says `cross-site`.
 fn is_worker_script_fetch(headers: &HeaderMap) -> bool {
-    let h = |name: &str| headers.get(name).map(HeaderValue::as_bytes);
-    if h("service-worker").is_some_and(|v| v.eq_ignore_ascii_case(b"script")) {
+    // Typed names: a `&str` name is parsed again on every lookup, and every capture asks.
+    static SERVICE_WORKER: HeaderName = HeaderName::from_static("service-worker");
+    static SEC_FETCH_DEST: HeaderName = HeaderName::from_static("sec-fetch-dest");
+    static SEC_FETCH_SITE: HeaderName = HeaderName::from_static("sec-fetch-site");
+    let h = |name: &HeaderName| headers.get(name).map(HeaderValue::as_bytes);
+    if h(&SERVICE_WORKER).is_some_and(|v| v.eq_ignore_ascii_case(b"script")) {
         return true;
     }
-    let dest = h("sec-fetch-dest");
+    let dest = h(&SEC_FETCH_DEST);
     dest == Some(b"serviceworker")
-        || (h("sec-fetch-site") == Some(b"same-origin")
+        || (h(&SEC_FETCH_SITE) == Some(b"same-origin")
             && matches!(dest, Some(b"script" | b"worker" | b"sharedworker")))
 }
 

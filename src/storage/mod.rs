@@ -191,7 +191,13 @@ impl NewCapture {
             headers_blob: headers::encode(&request.headers),
             // PostgreSQL's text cannot hold NUL: the list column gets U+FFFD instead (the
             // header itself is kept byte-exact in the headers column).
-            content_type: request.content_type().map(|t| t.replace('\0', "\u{fffd}")),
+            content_type: request.content_type().map(|t| {
+                if t.contains('\0') {
+                    t.replace('\0', "\u{fffd}")
+                } else {
+                    t
+                }
+            }),
             response_json,
             packed_body: None,
             request,
