@@ -331,8 +331,12 @@ pub async fn delete_request(state: &AppState, bin: &BinId, id: RequestId) -> Res
 
 /// Records a capture: queues it for the writer without waiting for room (a full queue is an
 /// error at once, so a flood gets 503s instead of growing memory) and waits for its commit.
-/// The request id once committed.
-pub async fn record(state: &AppState, request: StoredRequest) -> Result<RequestId, Error> {
+/// `response_json`: the answer it gets, as stored. The request id once committed.
+pub async fn record(
+    state: &AppState,
+    request: StoredRequest,
+    response_json: Arc<str>,
+) -> Result<RequestId, Error> {
     let config = &state.config;
     let storage_full = || {
         state
@@ -350,7 +354,12 @@ pub async fn record(state: &AppState, request: StoredRequest) -> Result<RequestI
     }
     let pending = state
         .store
-        .try_capture(request, config.max_requests_per_bin, config.max_bin_bytes)
+        .try_capture(
+            request,
+            Some(response_json),
+            config.max_requests_per_bin,
+            config.max_bin_bytes,
+        )
         .inspect_err(|e| {
             if matches!(e, StoreError::QueueFull) {
                 state
