@@ -569,7 +569,15 @@ fn event_stream_last_event_id_0_replays_the_whole_bin() {
 fn a_stream_that_falls_behind_catches_up_from_the_database_with_every_event_in_order() {
     let s = Server::start(&["--max-requests-per-bin", "100000"]);
     let bin = s.create_bin();
-    let mut slow = EventReader::open(&s, &bin, None);
+    // A small receive buffer, set before the connect: the kernel would otherwise grow it to
+    // tens of MB (net.ipv4.tcp_rmem), a thousand events of slack before the server notices.
+    let addr = s.connect().peer_addr().unwrap();
+    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    socket.set_recv_buffer_size(64 * 1024).unwrap();
+    socket.connect(&addr.into()).unwrap();
+    let conn: std::net::TcpStream = socket.into();
+    conn.set_read_timeout(Some(PATIENCE)).unwrap();
+    let mut slow = EventReader::open_on(conn, &bin, None);
     // Each summary carries the 32 KiB query, and each capture is a commit of its own: the
     // sockets' buffers fill (a few hundred events), then the stream's queue (16 writes, one per
     // 100 ms at most: 1.6 s of captures), then the live buffer (1024 commits) runs out. 6 s and
