@@ -18,13 +18,10 @@ use tokio::sync::broadcast;
 use crate::model::RequestSummary;
 
 /// Events (batches) buffered per bin for slow receivers before they must catch up from the
-/// database. A stream takes its events once per write period (`http/stream.rs`, 100 ms), and
-/// its threads run at the lowest priority, so the buffer must span that period plus the time
-/// the captures keep the CPU: with 256, 500 streams at 5000 captures/s on 2 cores fell behind
-/// 566 times in 10 s (issue 15, `bench/viewers.sh`). The channel keeps the last 1024 commits of
-/// a watched bin, shared by all its streams: a few captures each under load, ~700 bytes per
-/// capture (summary and text), so a few MB per watched bin.
-const CHANNEL_CAPACITY: usize = 1024;
+/// database. 1024 was tried (a stream reads once per 100 ms write period, at low priority): at
+/// 10,000 captures/s, an overload on 2 cores, hookbin's RSS reached 140 MiB (issue 15,
+/// `bench/viewers.sh`), so 256 stays.
+const CHANNEL_CAPACITY: usize = 256;
 
 /// Captures of one bin committed together, oldest first (ids increasing).
 #[derive(Debug)]

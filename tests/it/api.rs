@@ -580,7 +580,7 @@ fn a_stream_that_falls_behind_catches_up_from_the_database_with_every_event_in_o
     let mut slow = EventReader::open_on(conn, &bin, None);
     // Each summary carries the 32 KiB query, and each capture is a commit of its own: the
     // sockets' buffers fill (a few hundred events), then the stream's queue (16 writes, one per
-    // 100 ms at most: 1.6 s of captures), then the live buffer (1024 commits) runs out. 6 s and
+    // 100 ms at most: 1.6 s of captures), then the live buffer (256 commits) runs out. 6 s and
     // 2500 captures cover all three whether captures are slow or fast.
     let query = "q=".to_owned() + &"x".repeat(32 * 1024);
     let mut ids = Vec::new();
