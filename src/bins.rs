@@ -201,14 +201,21 @@ pub async fn page(
 /// (stored bodies that are not encoded are searched whole).
 pub const SEARCH_DECODE_LIMIT: usize = 1024 * 1024;
 
-/// One search page's scan: rows, stored body bytes, time. A full default bin (1000 requests)
-/// fits many times over; the time bound is for encoded bodies, whose decoding rows and bytes
-/// do not bound.
+/// One search page's scan: rows, stored body bytes, time. The time bound is what keeps a page
+/// quick whatever the bodies are (big, compressed, encoded) and however busy the machine is: a
+/// page is answered after about [`SEARCH_SCAN_TIME`] of scanning, and its cursor goes on from
+/// there. (At 20,000 rows of 1 KiB JSON and no tighter time bound, a page took 30-50 ms on a
+/// 2-core machine: bench/RESULTS.md, growth.) A full bin at the default cap (1000 requests) is
+/// always scanned whole, so that its search is one page even on a loaded machine.
 const SEARCH_BUDGET: ScanBudget = ScanBudget {
     max_rows: 20_000,
     max_bytes: 256 * 1024 * 1024,
-    max_time: Duration::from_secs(2),
+    max_time: SEARCH_SCAN_TIME,
+    time_after_rows: 1000,
 };
+
+/// How long one search page scans at most (see [`SEARCH_BUDGET`]).
+pub const SEARCH_SCAN_TIME: Duration = Duration::from_millis(25);
 
 /// A parsed `q` (API.md "Search") with its text: the cursors of its pages carry the text's
 /// fingerprint, so they are refused with another `q`.
@@ -324,8 +331,12 @@ pub async fn delete_request(state: &AppState, bin: &BinId, id: RequestId) -> Res
 
 /// Records a capture: queues it for the writer without waiting for room (a full queue is an
 /// error at once, so a flood gets 503s instead of growing memory) and waits for its commit.
-/// The request id once committed.
-pub async fn record(state: &AppState, request: StoredRequest) -> Result<RequestId, Error> {
+/// `response_json`: the answer it gets, as stored. The request id once committed.
+pub async fn record(
+    state: &AppState,
+    request: StoredRequest,
+    response_json: Arc<str>,
+) -> Result<RequestId, Error> {
     let config = &state.config;
     let storage_full = || {
         state
@@ -343,7 +354,12 @@ pub async fn record(state: &AppState, request: StoredRequest) -> Result<RequestI
     }
     let pending = state
         .store
-        .try_capture(request, config.max_requests_per_bin, config.max_bin_bytes)
+        .try_capture(
+            request,
+            Some(response_json),
+            config.max_requests_per_bin,
+            config.max_bin_bytes,
+        )
         .inspect_err(|e| {
             if matches!(e, StoreError::QueueFull) {
                 state

@@ -273,7 +273,10 @@ mod tests {
                     received_at: 1,
                     ..StoredRequest::sample::<&[u8]>(id, "", "", &[], b"x")
                 };
-                let pending = state.store.try_capture(request, 1000, u64::MAX).unwrap();
+                let pending = state
+                    .store
+                    .try_capture(request, None, 1000, u64::MAX)
+                    .unwrap();
                 let outcome = pending.outcome().await.unwrap();
                 assert!(
                     matches!(outcome, CaptureOutcome::Stored { .. }),

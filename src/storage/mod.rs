@@ -22,7 +22,7 @@ use std::sync::Arc;
 use tokio::sync::oneshot;
 
 use crate::events::{Event, EventHub};
-use crate::model::{Bin, RequestSummary, ResponseRecord, StoredRequest};
+use crate::model::{Bin, RequestSummary, StoredRequest};
 use crate::response::ResponseSpec;
 
 pub use sqlite::{SCHEMA_SQL, SCHEMA_VERSION};
@@ -98,6 +98,46 @@ pub struct ScanBudget {
     pub max_bytes: usize,
     /// Wall time: decoding is what a budget of rows and bytes cannot bound.
     pub max_time: std::time::Duration,
+    /// Rows always scanned before `max_time` counts, so that a small bin is searched in one page
+    /// whatever the machine's load (a scan preempted for a while would otherwise stop early).
+    pub time_after_rows: usize,
+}
+
+impl ScanBudget {
+    /// Whether a scan that has looked at `rows` rows and `bytes` stored body bytes since
+    /// `started` has to stop here.
+    pub fn spent(&self, rows: usize, bytes: usize, started: std::time::Instant) -> bool {
+        rows >= self.max_rows
+            || bytes >= self.max_bytes
+            || (rows >= self.time_after_rows && started.elapsed() >= self.max_time)
+    }
+}
+
+#[cfg(test)]
+mod scan_budget_tests {
+    use super::ScanBudget;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn time_counts_only_after_the_first_rows() {
+        let budget = ScanBudget {
+            max_rows: 100,
+            max_bytes: 1000,
+            max_time: Duration::ZERO,
+            time_after_rows: 10,
+        };
+        let started = Instant::now();
+        // Out of time from the start, but the first 10 rows are always scanned.
+        assert!(!budget.spent(9, 0, started));
+        assert!(budget.spent(10, 0, started));
+        let timeless = ScanBudget {
+            max_time: Duration::from_secs(3600),
+            ..budget
+        };
+        assert!(!timeless.spent(99, 999, started));
+        assert!(timeless.spent(100, 0, started));
+        assert!(timeless.spent(0, 1000, started));
+    }
 }
 
 /// One page of a search: the matches (newest first) and, when the scan did not reach the
@@ -163,8 +203,10 @@ pub struct NewCapture {
     /// `headers::encode(&request.headers)`.
     pub headers_blob: Vec<u8>,
     pub content_type: Option<String>,
-    /// `request.response` as stored (JSON), made here rather than on the SQLite writer.
-    pub response_json: Option<String>,
+    /// The answer sent to the capture, as stored ([`crate::model::ResponseRecord::to_json`]):
+    /// made by the capture (the default answer's once for all, `http::capture`), not from
+    /// `request.response`, which only reads fill.
+    pub response_json: Option<Arc<str>>,
     /// The body as SQLite stores it when compressed (`sqlite::body`); set by that engine only.
     pub packed_body: Option<Vec<u8>>,
     pub max_per_bin: u64,
@@ -179,13 +221,24 @@ impl NewCapture {
         (self.request.body.len() + self.headers_blob.len()) as u64
     }
 
-    fn new(request: StoredRequest, max_per_bin: u64, max_bin_bytes: u64) -> Box<Self> {
+    fn new(
+        request: StoredRequest,
+        response_json: Option<Arc<str>>,
+        max_per_bin: u64,
+        max_bin_bytes: u64,
+    ) -> Box<Self> {
         Box::new(NewCapture {
             headers_blob: headers::encode(&request.headers),
             // PostgreSQL's text cannot hold NUL: the list column gets U+FFFD instead (the
             // header itself is kept byte-exact in the headers column).
-            content_type: request.content_type().map(|t| t.replace('\0', "\u{fffd}")),
-            response_json: request.response.as_ref().map(ResponseRecord::to_json),
+            content_type: request.content_type().map(|t| {
+                if t.contains('\0') {
+                    t.replace('\0', "\u{fffd}")
+                } else {
+                    t
+                }
+            }),
+            response_json,
             packed_body: None,
             request,
             max_per_bin,
@@ -410,15 +463,17 @@ impl Store {
 
     /// Queues a capture without waiting for room: a full queue is [`StoreError::QueueFull`] at
     /// once, so a flood gets 503s instead of growing memory. Await the receiver for the outcome,
-    /// which arrives after the row is committed.
+    /// which arrives after the row is committed. `response_json`: the answer the capture gets,
+    /// as stored ([`crate::model::ResponseRecord::to_json`]).
     pub fn try_capture(
         &self,
         request: StoredRequest,
+        response_json: Option<Arc<str>>,
         max_per_bin: u64,
         max_bin_bytes: u64,
     ) -> Result<PendingCapture, StoreError> {
         // Derived columns are prepared here, on the caller's thread, to keep the writer lean.
-        let capture = NewCapture::new(request, max_per_bin, max_bin_bytes);
+        let capture = NewCapture::new(request, response_json, max_per_bin, max_bin_bytes);
         dispatch!(self, s => s.try_capture(capture))
     }
 

@@ -34,6 +34,28 @@ pub fn client_ip(config: &Config, peer: SocketAddr, headers: &HeaderMap) -> IpAd
         .unwrap_or(peer_ip)
 }
 
+/// `ip` as `Display` writes it. IPv4 by hand: every capture records its client's address, and
+/// the formatting machinery took 2.5% of a capture task's instructions (callgrind).
+pub fn ip_text(ip: IpAddr) -> String {
+    let IpAddr::V4(v4) = ip else {
+        return ip.to_string();
+    };
+    let mut text = String::with_capacity("255.255.255.255".len());
+    for (i, octet) in v4.octets().into_iter().enumerate() {
+        if i > 0 {
+            text.push('.');
+        }
+        if octet >= 100 {
+            text.push(char::from(b'0' + octet / 100));
+        }
+        if octet >= 10 {
+            text.push(char::from(b'0' + octet / 10 % 10));
+        }
+        text.push(char::from(b'0' + octet % 10));
+    }
+    text
+}
+
 /// The first value of header `name`, trimmed, if not empty.
 fn first_value<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers
@@ -156,6 +178,24 @@ mod tests {
             h.append(*k, HeaderValue::from_static(v));
         }
         h
+    }
+
+    #[test]
+    fn ip_text_writes_what_display_writes() {
+        for ip in [
+            "0.0.0.0",
+            "255.255.255.255",
+            "127.0.0.1",
+            "10.0.100.9",
+            "1.20.3.100",
+            "192.168.99.10",
+            "::1",
+            "2001:db8::8a2e:370:7334",
+            "::ffff:10.1.2.3",
+        ] {
+            let ip: IpAddr = ip.parse().unwrap();
+            assert_eq!(ip_text(ip), ip.to_string());
+        }
     }
 
     #[test]

@@ -619,10 +619,7 @@ impl<F: Fn(&StoredRequest) -> bool> Scan<F> {
             }
             self.scanned += 1;
             self.bytes = self.bytes.saturating_add(request.body.len());
-            if self.scanned >= self.budget.max_rows
-                || self.bytes >= self.budget.max_bytes
-                || self.started.elapsed() >= self.budget.max_time
-            {
+            if self.budget.spent(self.scanned, self.bytes, self.started) {
                 return Stop::Budget(seq);
             }
         }

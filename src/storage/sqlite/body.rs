@@ -15,14 +15,45 @@ pub const LZ4: i64 = 1;
 /// Shorter bodies gain too little to be worth a codec.
 const MIN_LEN: usize = 128;
 
+/// Bodies up to this size are packed with the calling thread's [`Packer`]; larger ones (rare,
+/// and their compression outweighs a table) get a table and buffer of their own, so that no
+/// thread keeps a buffer the size of the largest body it ever saw.
+const REUSED_UP_TO: usize = 64 * 1024;
+
+/// What packing a body needs, kept per thread (the tokio workers that run captures) and reused:
+/// `lz4_flex::block::compress` allocates and zeroes a fresh 8 KiB hash table for every body,
+/// which was a third of a capture task's instructions (callgrind, bench/RESULTS.md).
+struct Packer {
+    /// The 16-bit table: only bodies under 64 KiB come here, so it never grows.
+    table: lz4_flex::block::CompressTable,
+    /// Room for the packed form of any body up to `REUSED_UP_TO`.
+    out: Vec<u8>,
+}
+
+thread_local! {
+    static PACKER: std::cell::RefCell<Packer> = std::cell::RefCell::new(Packer {
+        table: lz4_flex::block::CompressTable::small(),
+        out: vec![0; lz4_flex::block::get_maximum_output_size(REUSED_UP_TO)],
+    });
+}
+
 /// The packed form of a body worth packing, `None` to store it raw. A truncated body is never
-/// packed: its `body_size` is the full size, not the length of what is stored.
+/// packed: its `body_size` is the full size, not the length of what is stored. The form is one
+/// LZ4 block whatever produced it, so rows packed by older versions unpack the same way.
 pub fn pack(body: &[u8], truncated: bool) -> Option<Vec<u8>> {
     if truncated || body.len() < MIN_LEN {
         return None;
     }
-    let packed = lz4_flex::block::compress(body);
-    (packed.len() <= body.len() - body.len() / 8).then_some(packed)
+    let worth = |len: usize| len <= body.len() - body.len() / 8;
+    if body.len() > REUSED_UP_TO {
+        let packed = lz4_flex::block::compress(body);
+        return worth(packed.len()).then_some(packed);
+    }
+    PACKER.with_borrow_mut(|p| {
+        // Cannot fail: `out` has room for the worst case of a body this size.
+        let len = lz4_flex::block::compress_into_with_table(body, &mut p.out, &mut p.table).ok()?;
+        worth(len).then(|| p.out[..len].to_vec())
+    })
 }
 
 /// The body as received, from its stored form; `None` when the stored bytes are not what
@@ -57,6 +88,47 @@ mod tests {
                 packed.len()
             );
             assert_eq!(unpack(LZ4, packed, body.len() as u64).unwrap(), body);
+        }
+    }
+
+    /// A row packed by lz4_flex 0.11 (hookbin before the per-thread table): the stored form is
+    /// a plain LZ4 block, and rows already in a database must still read back.
+    #[test]
+    fn bodies_packed_by_earlier_versions_unpack() {
+        let body: &[u8] = br#"{"id":"evt_1","type":"invoice.paid","data":{"object":{"id":"in_1","amount_due":4200,"amount_paid":4200,"currency":"usd","customer":"cus_42","lines":[{"amount":4200,"currency":"usd"},{"amount":4200,"currency":"usd"}]}}}"#;
+        let old = "f0247b226964223a226576745f31222c2274797065223a22696e766f6963652e70616964222c\
+                   2264617461223a7b226f626a6563740a0001350021696e3400f501616d6f756e745f64756522\
+                   3a343230301200013e00031300d063757272656e6379223a2275735400f30e637573746f6d65\
+                   72223a226375735f3432222c226c696e6573223a5b7b54000450000b3d002f7d2c21000b6022\
+                   7d5d7d7d7d";
+        let old: Vec<u8> = (0..old.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&old[i..i + 2], 16).unwrap())
+            .collect();
+        assert_eq!(unpack(LZ4, old, body.len() as u64).unwrap(), body);
+        // And what this version packs reads back too.
+        let packed = pack(body, false).expect("the event is packed");
+        assert_eq!(unpack(LZ4, packed, body.len() as u64).unwrap(), body);
+    }
+
+    /// The reused table and buffer carry nothing from one body to the next, and bodies past
+    /// the reused buffer's size take the other path.
+    #[test]
+    fn packing_many_bodies_on_one_thread_keeps_each_exact() {
+        let mut bodies: Vec<Vec<u8>> = (0..20u32)
+            .map(|n| {
+                format!(
+                    r#"{{"n":{n},"pad":"{}"}}"#,
+                    "ab".repeat(100 + n as usize * 37)
+                )
+                .into_bytes()
+            })
+            .collect();
+        bodies.push(b"0123456789".repeat(REUSED_UP_TO / 10 + 7));
+        bodies.push(b"short again, but long enough to be packed; ".repeat(4));
+        for body in &bodies {
+            let packed = pack(body, false).expect("a repetitive body is packed");
+            assert_eq!(unpack(LZ4, packed, body.len() as u64).unwrap(), *body);
         }
     }
 

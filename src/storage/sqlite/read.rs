@@ -285,10 +285,7 @@ pub fn search_before(
         }
         scanned += 1;
         bytes = bytes.saturating_add(request.body.len());
-        if scanned >= budget.max_rows
-            || bytes >= budget.max_bytes
-            || started.elapsed() >= budget.max_time
-        {
+        if budget.spent(scanned, bytes, started) {
             // Stopped early: go on below the last row looked at, if any row is left there.
             if rows.next()?.is_some() {
                 page.resume_before = Some(seq);
@@ -335,6 +332,7 @@ mod tests {
         max_rows: 1000,
         max_bytes: 1 << 30,
         max_time: std::time::Duration::from_secs(60),
+        time_after_rows: 0,
     };
 
     #[test]
