@@ -125,7 +125,7 @@ if grep -q 'writer checkpoint' "$log"; then
     say "the writer's own (WAL restart) checkpoints each minute (hookbin's debug log):"
     # Log times are UTC wall clock; t counts from the start of the paced load.
     start=$(date -u -d "@$soak_start" +%s.%N)
-    awk -v s="$start" -v day="$(date -u -d "@${soak_start%.*}" +%Y-%m-%d)" '/writer checkpoint/ {
+    awk -v s="$start" -v day="$(date -u -d "@${soak_start%.*}" +%Y-%m-%d)" '/writer checkpoint/ && !/frames=-1/ {
         split(substr($1, 12, 15), hms, ":"); t = hms[1] * 3600 + hms[2] * 60 + hms[3]
         cmd = "date -u -d " day " +%s"; if (!base) { cmd | getline base; close(cmd) }
         m = int((base + t - s) / 60); if (m < 0) next
