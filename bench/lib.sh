@@ -12,6 +12,9 @@
 #   BENCH_LOCK        a lock file (e.g. /work/wt/machine.lock on a shared machine): the measured
 #                     phases run under `flock -x` on it, fills and builds under `flock -s`
 #   BENCH_DD          1 (default): measure the disk's synced 4 KiB write speed with dd first
+#   BENCH_RUST_LOG    RUST_LOG for the hookbin servers the script starts (default: none, so
+#                     hookbin logs at info), e.g. hookbin::reaper=debug; logs are in the work dir
+#                     (keep it with BENCH_KEEP=1)
 
 set -euo pipefail
 
@@ -31,6 +34,7 @@ fi
 
 while read -r var; do unset "$var"; done < <(compgen -e | grep '^HOOKBIN_' || true)
 unset RUST_LOG
+SERVER_RUST_LOG=${BENCH_RUST_LOG:-}
 export NO_COLOR=1
 
 say() { printf '%s\n' "$*"; }
@@ -149,7 +153,11 @@ start_server() { # NAME CMD... : starts it, waits for "listening on http://ADDR"
 
 start_hookbin() { # NAME DB FLAGS...: hookbin serve on 127.0.0.1:0 with database DB
     local name=$1 db=$2; shift 2
-    start_server "$name" "$HOOKBIN" serve --listen 127.0.0.1:0 --db "$db" "$@"
+    if [[ -n $SERVER_RUST_LOG ]]; then
+        start_server "$name" env RUST_LOG="$SERVER_RUST_LOG" "$HOOKBIN" serve --listen 127.0.0.1:0 --db "$db" "$@"
+    else
+        start_server "$name" "$HOOKBIN" serve --listen 127.0.0.1:0 --db "$db" "$@"
+    fi
 }
 
 rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/${PID[$1]}/status" 2>/dev/null || say 0; }

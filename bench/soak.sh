@@ -71,6 +71,28 @@ PAGES=$WORK/pages.csv
     done
 ) >"$PAGES" &
 BG_PIDS+=($!)
+# Where hookbin's time and bytes go, every 10 s: CPU ticks of the writer thread, of the
+# checkpoint thread and of the whole process (/proc/PID/task/*/stat, utime + stime), and the
+# process's I/O counters (/proc/PID/io: pread/read bytes, pwrite/write bytes, bytes read from and
+# written to the disk). Divided by the captures of each minute below.
+PROC=$WORK/proc.csv
+(
+    say "t_s,writer_ticks,checkpoint_ticks,all_ticks,rchar,wchar,read_bytes,write_bytes"
+    t0=$(date +%s)
+    while kill -0 "$pid" 2>/dev/null; do
+        row=$(for task in /proc/"$pid"/task/*; do
+            sed 's/^[^(]*(\(.*\)) /\1 /' "$task/stat" 2>/dev/null | awk '{ n = $1; t = $14 + $15 }
+                { printf "%s %d\n", n, t }' # comm without its parentheses, then utime + stime
+        done | awk '$1 == "hookbin-writer" { w += $2 } $1 ~ /^hookbin-checkpo/ { c += $2 } { a += $2 }
+            END { printf "%d,%d,%d", w, c, a }')
+        io=$(awk '$1 == "rchar:" { r = $2 } $1 == "wchar:" { w = $2 } $1 == "read_bytes:" { rb = $2 }
+            $1 == "write_bytes:" { wb = $2 } END { printf "%d,%d,%d,%d", r, w, rb, wb }' "/proc/$pid/io" 2>/dev/null) || true
+        [[ -n $row && -n $io ]] && say "$(($(date +%s) - t0)),$row,$io"
+        sleep 10
+    done
+) >"$PROC" &
+BG_PIDS+=($!)
+soak_start=$(date +%s.%N)
 out=$(loadgen --rate "$RATE" --duration "$DURATION" --interval "$INTERVAL" --window 60 --csv "$CSV" \
     --pid "$pid" --files "$DB,$DB-wal" --quiet 2>"$WORK/soak.err") ||
     { cat "$WORK/soak.err" >&2; die "loadgen failed (soak)"; }
@@ -85,6 +107,34 @@ awk -F, 'NR == 1 { next } { if ($1 % 60 == 0 || NR == 2) printf "  t %4ds  %8.0f
     $1, $2, $7, $9 / 1024, $10 / 1048576, $11 / 1048576 }' "$CSV"
 say "pages (page_count, freelist_count) every 60 s:"
 awk -F, 'NR > 1 && $1 % 60 < 10 { printf "  t %4ds  %8d pages  %7d free\n", $1, $2, $3 }' "$PAGES"
+say "per capture, each minute (CPU in us: writer thread, checkpoint thread, whole process; bytes: read()"
+say "and pread(), write() and pwrite(), read from and written to the disk; /proc/PID every 10 s):"
+awk -F, -v hz="$TICKS" 'FNR == 1 { f++; next }
+    f == 1 { m = int(($1 - 0.001) / 60); n[m] += $3; next }   # captures per minute, from the CSV
+    { m = int($1 / 60); if (!(m in first)) first[m] = $0; last[m] = $0 }
+    END { printf "  %6s %9s %8s %8s %8s %9s %9s %9s %9s\n", "minute", "captures", "writer", "ckpt", "all", "rchar", "wchar", "disk rd", "disk wr"
+        for (m = 0; m in n; m++) {
+            if (!((m + 1) in first)) break
+            split(first[m], a, ","); split(first[m + 1], b, ",")
+            c = n[m] * (b[1] - a[1]) / 60; if (c <= 0) continue
+            printf "  %6d %9d %8.2f %8.2f %8.2f %9.0f %9.0f %9.0f %9.0f\n", m + 1, n[m],
+                (b[2] - a[2]) * 1e6 / hz / c, (b[3] - a[3]) * 1e6 / hz / c, (b[4] - a[4]) * 1e6 / hz / c,
+                (b[5] - a[5]) / c, (b[6] - a[6]) / c, (b[7] - a[7]) / c, (b[8] - a[8]) / c } }' "$CSV" "$PROC"
+log=$WORK/hookbin.log
+if grep -q 'writer checkpoint' "$log"; then
+    say "the writer's own (WAL restart) checkpoints each minute (hookbin's debug log):"
+    # Log times are UTC wall clock; t counts from the start of the paced load.
+    start=$(date -u -d "@$soak_start" +%s.%N)
+    awk -v s="$start" -v day="$(date -u -d "@${soak_start%.*}" +%Y-%m-%d)" '/writer checkpoint/ && !/frames=-1/ {
+        split(substr($1, 12, 15), hms, ":"); t = hms[1] * 3600 + hms[2] * 60 + hms[3]
+        cmd = "date -u -d " day " +%s"; if (!base) { cmd | getline base; close(cmd) }
+        m = int((base + t - s) / 60); if (m < 0) next
+        match($0, /took_us=[0-9]+/); us = substr($0, RSTART + 8, RLENGTH - 8)
+        match($0, /frames=[0-9]+/); fr = substr($0, RSTART + 7, RLENGTH - 7)
+        us += 0; k[m]++; sum[m] += us; fs[m] += fr; if (us > mx[m]) mx[m] = us; if (m > top) top = m }
+        END { printf "  %6s %7s %9s %9s %9s\n", "minute", "count", "mean ms", "max ms", "frames"
+            for (m = 0; m <= top; m++) if (k[m]) printf "  %6d %7d %9.2f %9.2f %9.0f\n", m + 1, k[m], sum[m] / k[m] / 1000, mx[m] / 1000, fs[m] / k[m] }' "$log"
+fi
 
 # Largest value of column C before WARM and from WARM on.
 peaks() { awk -F, -v c="$1" -v w="$WARM" 'NR == 1 { next } { if ($1 <= w) { if ($c > a) a = $c } else if ($c > b) b = $c }

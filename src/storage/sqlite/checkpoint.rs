@@ -85,12 +85,14 @@ fn pause(before: i64, now: i64) -> Duration {
 
 /// Runs `PRAGMA wal_checkpoint(mode)`; the WAL's size in frames.
 pub fn checkpoint(conn: &Connection, mode: &str) -> Option<i64> {
+    let started = std::time::Instant::now();
     let result = conn.query_row(&format!("PRAGMA wal_checkpoint({mode})"), [], |row| {
         Ok((row.get::<_, i64>(1)?, row.get::<_, i64>(2)?))
     });
     match result {
         Ok((frames, copied)) => {
-            tracing::trace!(mode, frames, copied, "checkpoint");
+            let took_us = started.elapsed().as_micros() as u64;
+            tracing::trace!(mode, frames, copied, took_us, "checkpoint");
             Some(frames)
         }
         Err(e) => {

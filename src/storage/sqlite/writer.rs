@@ -120,8 +120,14 @@ pub fn run(
             batch = reaps;
             commit_batch(&mut conn, &mut batch, &events, &used);
         }
-        if wal.wants_restart() && checkpoint(&conn, "PASSIVE").is_some() {
-            wal.restarted();
+        if wal.wants_restart() {
+            let started = std::time::Instant::now();
+            if let Some(frames) = checkpoint(&conn, "PASSIVE") {
+                wal.restarted();
+                let took_us = started.elapsed().as_micros() as u64;
+                // frames -1: the background thread held the checkpoint lock; nothing was done.
+                tracing::debug!(frames, took_us, "writer checkpoint");
+            }
         }
     }
     // Every queued write is committed; leave a database file that holds everything.
@@ -201,6 +207,15 @@ fn commit_batch(conn: &mut Connection, batch: &mut Vec<Op>, events: &EventHub, u
     // transaction's: the COMMIT, where the WAL frames of its deletes are written, takes as long
     // as the statements, and every capture queued behind the step waits for both.
     let took = started.elapsed();
+    // What a stall looks like from here (see bench/README.md, BENCH_RUST_LOG).
+    if took > std::time::Duration::from_millis(10) {
+        tracing::debug!(
+            ops = batch.len(),
+            reap = batch.iter().any(Op::is_reap),
+            took_us = took.as_micros() as u64,
+            "slow batch"
+        );
+    }
     for outcome in &mut outcomes {
         if let Ok(Outcome::Command(Answer::Reap(progress))) = outcome {
             progress.step_time = Some(took);
