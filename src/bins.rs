@@ -215,7 +215,7 @@ const SEARCH_BUDGET: ScanBudget = ScanBudget {
 };
 
 /// How long one search page scans at most (see [`SEARCH_BUDGET`]).
-pub const SEARCH_SCAN_TIME: Duration = Duration::from_millis(25);
+const SEARCH_SCAN_TIME: Duration = Duration::from_millis(25);
 
 /// A parsed `q` (API.md "Search") with its text: the cursors of its pages carry the text's
 /// fingerprint, so they are refused with another `q`.
