@@ -7,16 +7,15 @@
 //!
 //! On SQLite a step holds the only writer: every capture that arrives during it waits for all of
 //! it, COMMIT included (the writer times the whole transaction). So the steps are short (about
-//! 1 ms) and spaced out (50x the step, at least 40 ms: about 20 a second, 2% of the writer's
-//! time), for the first 30 s of a pass; a pass still running then is behind, and its pauses
-//! shrink until it is done (see `GENTLE_FOR`). Measured with `bench/run.sh`'s reap of 100k
-//! requests under load (bench/RESULTS.md, 2026-12-01): steps of 1 ms with pauses of 3x the step
-//! (about 100 steps a second, the reap done in 2-4 s) put the capture p99 at 2.1-3.0x that of the
-//! same load without a reap, and with these 1.3-1.8x. Longer steps spaced further apart were
-//! worse (8-16 ms every 300+ ms: 4.7x; 3 ms every 100+ ms: 1.3-2.1x). Those steps were timed
-//! without their COMMIT, so a "1 ms" step held the writer longer; the catch-up pace of 3x then
-//! kept the writer busy most of the time and stalled captures for up to a second in the soak
-//! (`bench/soak.sh`).
+//! 1 ms) and spaced out: 50x the step, at least 40 ms (about 20 a second, 2% of the writer's
+//! time) while that deletes the rows in time, and closer together when it does not (see
+//! `FINISH_WITHIN`). Measured with `bench/run.sh`'s reap of 100k requests under load
+//! (bench/RESULTS.md, 2026-12-01): steps of 1 ms with pauses of 3x the step (about 100 steps a
+//! second, the reap done in 2-4 s) put the capture p99 at 2.1-3.0x that of the same load without
+//! a reap, and with pauses of 50x 1.3-1.8x. Longer steps spaced further apart were worse (8-16 ms
+//! every 300+ ms: 4.7x; 3 ms every 100+ ms: 1.3-2.1x). Those steps were timed without their
+//! COMMIT, so a "1 ms" step held the writer longer; the catch-up pace of 3x then kept the writer
+//! busy most of the time and stalled captures for up to a second in the soak (`bench/soak.sh`).
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
@@ -41,24 +40,41 @@ struct Pacing {
 
 /// SQLite: the writer measures the step, COMMIT included (`step_time`), and a step stops every
 /// capture while it runs. Steps of about 1 ms with pauses of 50x the step (at least 40 ms) give
-/// the reaper 2% of the writer's time.
+/// the reaper 2% of the writer's time: the gentle pace, and the slowest.
 const WRITER: Pacing = Pacing {
     target: Duration::from_millis(1),
     pause_factor: 50.0,
     min_pause: Duration::from_millis(40),
 };
 
-/// How long a pass may go on at [`WRITER`]'s pace. A pass still running after this is behind the
-/// rate at which rows expire (with `--bin-ttl 1m` and the default 1 min reap interval, each pass
-/// has a minute of expired bins to delete before the next one starts), or it has a large backlog.
-/// From then on the pauses shrink by half every [`RAMP`], down to [`CATCH_UP_FACTOR`] times the
-/// step: the reaper takes a larger share of the writer only while it stays behind, and only
-/// as much larger as it takes to finish.
-const GENTLE_FOR: Duration = Duration::from_secs(30);
-/// See [`GENTLE_FOR`].
-const RAMP: Duration = Duration::from_secs(10);
-/// The shortest pause of a pass that is behind, as a multiple of the step: a quarter of the
-/// writer's time.
+/// How long the reaper gives itself to delete what has expired. The gentle pace reaps a fixed
+/// share of the writer's time, and so a number of rows a second that depends on the machine and
+/// its load: 2,800-5,400 a second on one machine in one evening, 1,100 on a slower one, which
+/// reaped only 45,789 of the 100k requests that `bench/run.sh` times within its 40 s window
+/// (bench/RESULTS.md, 2026-12-01). So each step's pause also follows from what is left and the
+/// time left: the pause after a step that deleted `n` rows is what spreads the rows left over the
+/// time left, `n` at a time, never longer than the gentle pause and never shorter than
+/// [`CATCH_UP_FACTOR`] times the step. With `--bin-ttl 1m` and the default 1 min reap interval,
+/// each pass has a minute of expired bins to delete (`bench/soak.sh`), so this is also what keeps
+/// the reaper from falling behind.
+///
+/// The time runs from the start of the pass that found them, and passes that start before it is
+/// over (a pass runs longer than the reap interval) keep it: their bins counted already. A pass
+/// that finds nothing expired ends it. A pass that will be followed by another before the time is
+/// over also counts the requests of the bins that expire by then, which that next pass will find.
+/// Without that, bins that expire a moment after a pass started (100 bins made one after
+/// another) would wait for the next pass and have the whole time again.
+///
+/// Measured with `bench/run.sh`'s reap on a machine whose gentle pace did 2,800-5,400 rows a
+/// second (bench/RESULTS.md, 2026-12-01 19:08-20:40): 100k requests were gone 18-27 s after they
+/// expired (the gentle pace alone: 21-36 s, of the 40 s the script waits), 300k in 20 s with 20 s
+/// here (15,000 rows a second, 6.5% of the writer's time; p99 1.96x) and in 30 s with 30 s
+/// (10,000 a second, 5.5%), where the gentle pace alone had not finished. 30 s spreads the reap
+/// thinner and still leaves the script's window 8 s.
+const FINISH_WITHIN: Duration = Duration::from_secs(30);
+
+/// The shortest pause, as a multiple of the step: a quarter of the writer's time, for a reaper
+/// past [`FINISH_WITHIN`].
 const CATCH_UP_FACTOR: f64 = 3.0;
 
 /// PostgreSQL: the step is a round trip (no `step_time`) and captures do not queue behind it;
@@ -70,21 +86,12 @@ const ROUND_TRIP: Pacing = Pacing {
 };
 
 impl Pacing {
-    /// The pace for the next step, `running` into the pass.
-    fn of(step_time: Option<Duration>, running: Duration) -> Pacing {
-        if step_time.is_none() {
-            return ROUND_TRIP;
-        }
-        let Some(over) = running.checked_sub(GENTLE_FOR) else {
-            return WRITER;
-        };
-        // Halved every RAMP past GENTLE_FOR, the minimum pause with them.
-        let shrink = 0.5f64.powf(over.as_secs_f64() / RAMP.as_secs_f64());
-        let factor = (WRITER.pause_factor * shrink).max(CATCH_UP_FACTOR);
-        Pacing {
-            pause_factor: factor,
-            min_pause: scale(WRITER.min_pause, factor / WRITER.pause_factor),
-            ..WRITER
+    /// The pace of an engine: whether it measured the step itself.
+    fn of(step_time: Option<Duration>) -> Pacing {
+        if step_time.is_some() {
+            WRITER
+        } else {
+            ROUND_TRIP
         }
     }
 
@@ -105,36 +112,98 @@ impl Pacing {
     }
 }
 
+/// The pause after a step of the writer that deleted `rows` in `took`, with `left` rows to go in
+/// `time_left` (see [`FINISH_WITHIN`]): one step of `rows` every `time_left * rows / left`, within
+/// [`WRITER`]'s pause and [`CATCH_UP_FACTOR`] times the step.
+fn writer_pause(took: Duration, rows: u64, left: u64, time_left: Duration) -> Duration {
+    let gentle = WRITER.pause(took);
+    if left == 0 {
+        return gentle;
+    }
+    // A step that deleted nothing (it deleted empty bins) says nothing about the rate; it was
+    // short.
+    let cycle = time_left.as_nanos() as f64 * rows.max(1) as f64 / left as f64;
+    let pause = Duration::from_nanos((cycle - took.as_nanos() as f64).max(0.0).round() as u64);
+    pause.clamp(scale(took, CATCH_UP_FACTOR), gentle)
+}
+
 /// `d * factor`, to the nanosecond.
 fn scale(d: Duration, factor: f64) -> Duration {
     Duration::from_nanos((d.as_nanos() as f64 * factor).round() as u64)
+}
+
+/// What the reaper carries from one pass to the next.
+#[derive(Debug)]
+pub struct Reaping {
+    /// The step size in rows, adapted as it goes.
+    budget: usize,
+    /// When what the last passes found should be deleted by (see [`FINISH_WITHIN`]).
+    deadline: Option<Instant>,
+}
+
+impl Reaping {
+    pub fn new(budget: usize) -> Reaping {
+        Reaping {
+            budget,
+            deadline: None,
+        }
+    }
+
+    /// The deadline of a pass that starts at `pass` and finds expired rows, and how far ahead of
+    /// its `now` it counts the rows of bins that expire (see [`FINISH_WITHIN`]).
+    fn deadline(&self, pass: Instant, reap_interval: Duration) -> (Instant, Duration) {
+        let by = self
+            .deadline
+            .filter(|d| *d > pass)
+            .unwrap_or(pass + FINISH_WITHIN);
+        let until = by - pass;
+        // The next pass starts before the deadline when this one ends in time.
+        let ahead = if reap_interval < until {
+            until
+        } else {
+            Duration::ZERO
+        };
+        (by, ahead)
+    }
 }
 
 /// Runs until shutdown.
 pub async fn run(state: Arc<AppState>) {
     let mut interval = tokio::time::interval(state.config.reap_interval);
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut budget = 256;
+    let mut reaping = Reaping::new(256);
     loop {
         tokio::select! {
             _ = interval.tick() => {}
             _ = state.shutdown.triggered() => return,
         }
-        if let Err(e) = reap_all(&state, now_ms(), &mut budget).await {
+        if let Err(e) = reap_all(&state, now_ms(), &mut reaping).await {
             tracing::warn!(cause = %e, "reaping failed; retrying at the next interval");
         }
     }
 }
 
-/// Reaps every bin expired at `now` (unix ms); returns (bins, requests) deleted. `budget` is the
-/// step size in rows, adapted as it goes and kept for the next run.
+/// Reaps every bin expired at `now` (unix ms); returns (bins, requests) deleted.
 pub async fn reap_all(
     state: &AppState,
     now: i64,
-    budget: &mut usize,
+    reaping: &mut Reaping,
 ) -> Result<(u64, u64), crate::storage::StoreError> {
     let (mut bins, mut requests) = (0u64, 0u64);
     let pass = Instant::now();
+    let mut left = state.store.expired_requests(now).await?;
+    let mut deadline = None;
+    if left > 0 {
+        let (by, ahead) = reaping.deadline(pass, state.config.reap_interval);
+        if !ahead.is_zero() {
+            let upto = now.saturating_add(ahead.as_millis() as i64);
+            left = left.max(state.store.expired_requests(upto).await?);
+        }
+        deadline = Some(by);
+    }
+    // A pass that finds nothing ends the period.
+    reaping.deadline = deadline;
+    let budget = &mut reaping.budget;
     loop {
         if state.shutdown.is_triggered() {
             break;
@@ -146,6 +215,7 @@ pub async fn reap_all(
         let took = step.step_time.unwrap_or_else(|| started.elapsed());
         bins += step.bins_deleted.len() as u64;
         requests += step.requests_deleted;
+        left = left.saturating_sub(step.requests_deleted);
         // Counted per step, so a long reap shows progress on /metrics.
         state
             .metrics
@@ -158,17 +228,28 @@ pub async fn reap_all(
         if step.done {
             break;
         }
-        let pacing = Pacing::of(step.step_time, pass.elapsed());
+        let pacing = Pacing::of(step.step_time);
         // Only full steps say something about speed.
         if step.requests_deleted as usize >= *budget {
             *budget = pacing.adapt(*budget, took);
         }
-        let pause = pacing.pause(took);
+        let pause = match step.step_time {
+            Some(_) => writer_pause(
+                took,
+                step.requests_deleted,
+                left,
+                deadline.map_or(Duration::ZERO, |d| {
+                    d.saturating_duration_since(Instant::now())
+                }),
+            ),
+            None => pacing.pause(took),
+        };
         tracing::debug!(
             requests = step.requests_deleted,
             bins = step.bins_deleted.len(),
             took_us = took.as_micros() as u64,
             budget = *budget,
+            left,
             pause_ms = pause.as_millis() as u64,
             "reap step"
         );
@@ -191,7 +272,7 @@ mod tests {
         let ms = Duration::from_millis;
         let us = Duration::from_micros;
         // A step timed inside the writer: 50x the step, at least 40 ms.
-        assert_eq!(Pacing::of(Some(ms(1)), Duration::ZERO), WRITER);
+        assert_eq!(Pacing::of(Some(ms(1))), WRITER);
         assert_eq!(WRITER.pause(us(300)), ms(40));
         assert_eq!(WRITER.pause(ms(2)), ms(100));
         // The budget grows while steps are short and shrinks when they are long.
@@ -204,33 +285,59 @@ mod tests {
         // taken 1 ms with 200.
         assert_eq!(WRITER.adapt(128, us(640)), 200);
         assert_eq!(WRITER.adapt(200, us(1250)), 160);
-        // A round trip (PostgreSQL): three times the step, however long the pass runs.
-        assert_eq!(Pacing::of(None, Duration::ZERO), ROUND_TRIP);
+        // A round trip (PostgreSQL): three times the step.
+        assert_eq!(Pacing::of(None), ROUND_TRIP);
         assert_eq!(ROUND_TRIP.pause(ms(5)), ms(15));
-        assert_eq!(Pacing::of(None, GENTLE_FOR * 4), ROUND_TRIP);
     }
 
     #[test]
-    fn a_pass_still_running_after_gentle_for_halves_its_pauses_every_ramp() {
+    fn a_pass_spreads_the_rows_left_over_the_time_left_between_gentle_and_catch_up() {
         let ms = Duration::from_millis;
         let us = Duration::from_micros;
-        let at = |running| Pacing::of(Some(ms(1)), running);
-        assert_eq!(at(GENTLE_FOR - ms(1)), WRITER);
-        assert_eq!(at(GENTLE_FOR), WRITER);
-        // One RAMP past: 25x the step, at least 20 ms; two: 12.5x, at least 10 ms.
-        assert_eq!(at(GENTLE_FOR + RAMP).pause(ms(1)), ms(25));
-        assert_eq!(at(GENTLE_FOR + RAMP).pause(us(100)), ms(20));
-        assert_eq!(at(GENTLE_FOR + RAMP * 2).pause(ms(2)), ms(25));
-        assert_eq!(at(GENTLE_FOR + RAMP * 2).pause(us(100)), ms(10));
-        // In between, in between.
-        let half = at(GENTLE_FOR + RAMP / 2).pause(ms(1));
-        assert!(ms(25) < half && half < ms(50), "{half:?}");
-        // Never below CATCH_UP_FACTOR times the step (a quarter of the writer's time).
-        let late = at(GENTLE_FOR + RAMP * 20);
-        assert_eq!(late.pause(ms(1)), ms(3));
-        assert_eq!(late.pause(us(10)), us(2400));
-        // The step length the budget adapts to stays the same.
-        assert_eq!(late.adapt(512, ms(1)), 512);
+        let secs = Duration::from_secs;
+        // Little left, or much time: the gentle pause, 50x the step, at least 40 ms.
+        assert_eq!(writer_pause(ms(1), 256, 1_000, secs(20)), ms(50));
+        assert_eq!(writer_pause(us(300), 256, 1_000, secs(20)), ms(40));
+        // 100k rows in 20 s, 256 rows a step of 1 ms: a step every 51.2 ms, so the gentle pace
+        // is just in time.
+        assert_eq!(writer_pause(ms(1), 256, 100_000, secs(20)), ms(50));
+        // A slower machine, 150 rows in 2.5 ms: a step every 30 ms, a pause of 27.5 ms instead
+        // of the gentle 125 ms. Half the time left: half the pause.
+        assert_eq!(writer_pause(us(2500), 150, 100_000, secs(20)), us(27_500));
+        assert_eq!(writer_pause(us(2500), 150, 100_000, secs(10)), us(12_500));
+        // Behind, or past the deadline: never below 3x the step (a quarter of the writer).
+        assert_eq!(writer_pause(ms(2), 150, 100_000, secs(1)), ms(6));
+        assert_eq!(writer_pause(ms(2), 150, 100_000, Duration::ZERO), ms(6));
+        // Nothing left by the count (the step deleted empty bins, or the counts were off): no
+        // hurry.
+        assert_eq!(writer_pause(ms(1), 0, 0, Duration::ZERO), ms(50));
+        // A step that deleted no row counts as one.
+        assert_eq!(writer_pause(ms(1), 0, 100, secs(1)), ms(9));
+    }
+
+    #[test]
+    fn passes_that_follow_one_another_share_its_deadline_and_count_what_expires_before_it() {
+        let secs = Duration::from_secs;
+        let t0 = Instant::now();
+        let mut r = Reaping::new(256);
+        // The first pass that finds rows: FINISH_WITHIN from now, and with a reap interval of
+        // 1 s the next passes come before that, so it counts the bins that expire until then.
+        assert_eq!(r.deadline(t0, secs(1)), (t0 + FINISH_WITHIN, FINISH_WITHIN));
+        // With the default minute, the next pass comes after the deadline: nothing ahead.
+        assert_eq!(
+            r.deadline(t0, secs(60)),
+            (t0 + FINISH_WITHIN, Duration::ZERO)
+        );
+        // A pass that starts before the deadline keeps it, and counts up to it.
+        r.deadline = Some(t0 + FINISH_WITHIN);
+        let later = t0 + secs(8);
+        assert_eq!(
+            r.deadline(later, secs(1)),
+            (t0 + FINISH_WITHIN, FINISH_WITHIN - secs(8))
+        );
+        // Once it is past, a new one.
+        let after = t0 + FINISH_WITHIN + secs(1);
+        assert_eq!(r.deadline(after, secs(1)).0, after + FINISH_WITHIN);
     }
 
     use crate::config::Config;
@@ -286,10 +393,13 @@ mod tests {
         }
 
         // Two rows a step: a run takes several steps.
-        let mut budget = 2;
-        assert_eq!(reap_all(&state, 999, &mut budget).await.unwrap(), (0, 0));
+        let mut reaping = Reaping::new(2);
+        assert_eq!(reap_all(&state, 999, &mut reaping).await.unwrap(), (0, 0));
+        assert_eq!(reaping.deadline, None);
         // Expired means expires_at <= now: "on-time" goes at 2000 exactly, "later" stays.
-        assert_eq!(reap_all(&state, 2_000, &mut budget).await.unwrap(), (2, 8));
+        assert_eq!(state.store.expired_requests(2_000).await.unwrap(), 8);
+        assert_eq!(reap_all(&state, 2_000, &mut reaping).await.unwrap(), (2, 8));
+        assert!(reaping.deadline.is_some());
         assert_eq!(state.metrics.bins_reaped.load(Relaxed), 2);
         assert_eq!(state.metrics.requests_reaped.load(Relaxed), 8);
         // Gone from memory too (they have not expired at 0), and from the database.
@@ -303,7 +413,11 @@ mod tests {
         }
         let later = state.store.get_bin("later", 2_000).await.unwrap().unwrap();
         assert_eq!(later.request_count, 2);
-        assert_eq!(reap_all(&state, 2_000, &mut budget).await.unwrap(), (0, 0));
+        assert_eq!(state.store.expired_requests(2_000).await.unwrap(), 0);
+        assert_eq!(state.store.expired_requests(3_000).await.unwrap(), 2);
+        // A pass that finds nothing ends the period.
+        assert_eq!(reap_all(&state, 2_000, &mut reaping).await.unwrap(), (0, 0));
+        assert_eq!(reaping.deadline, None);
 
         drop(state);
         writer.join().await;

@@ -562,6 +562,12 @@ impl Store {
         dispatch!(self, s => s.clear_requests(bin).await)
     }
 
+    /// Requests stored in bins that expire at or before `upto` (unix ms): what the reaper has to
+    /// delete by then. From the bins' own counts: no request row is read.
+    pub async fn expired_requests(&self, upto: i64) -> Result<u64, StoreError> {
+        dispatch!(self, s => s.expired_requests(upto).await)
+    }
+
     /// Deletes up to `budget` requests of bins expired at `now`, and the bins emptied that way.
     /// On PostgreSQL only one node reaps at a time; the others' steps report `done` at once.
     pub async fn reap_step(&self, now: i64, budget: usize) -> Result<ReapProgress, StoreError> {

@@ -560,6 +560,13 @@ impl PgStore {
         Ok(())
     }
 
+    pub async fn expired_requests(&self, upto: i64) -> Result<u64, StoreError> {
+        self.with_client("expired requests", async |c| {
+            read::expired_requests(&*c, upto).await
+        })
+        .await
+    }
+
     pub async fn reap_step(&self, now: i64, budget: usize) -> Result<ReapProgress, StoreError> {
         let progress = self
             .with_client("reap", async |c| read::reap(c, now, budget).await)

@@ -246,6 +246,17 @@ pub async fn request(
         .transpose()
 }
 
+/// Requests of the bins that expire at or before `upto` (see `Store::expired_requests`).
+pub async fn expired_requests(c: &impl GenericClient, upto: i64) -> Result<u64, Error> {
+    let stmt = c
+        .prepare_cached(
+            "SELECT COALESCE(SUM(request_count), 0)::int8 FROM bins WHERE expires_at <= $1",
+        )
+        .await?;
+    let n: i64 = c.query_one(&stmt, &[&upto]).await?.try_get(0)?;
+    Ok(n.max(0) as u64)
+}
+
 pub async fn last_request_id(c: &impl GenericClient, bin: &str) -> Result<i64, Error> {
     let stmt = c
         .prepare_cached("SELECT COALESCE(MAX(seq), 0)::int8 FROM bin_requests WHERE bin_id = $1")

@@ -6,41 +6,60 @@
 //! writer keeps appending, and the WAL only restarts from its beginning after a checkpoint that
 //! copied everything: left alone, the WAL grows without bound (measured: 2.2 GB after a minute of
 //! load). So when the WAL passes [`RESTART_FRAMES`], the writer runs one checkpoint itself,
-//! between batches and after answering their callers. Nothing appends during it, and the
-//! background thread, which checkpoints back to back while the WAL fills fast, has already
-//! copied all but the last pass's frames, so it is short, and the next write starts the WAL
-//! over.
+//! between batches and after answering their callers. Nothing appends during it, so it reaches
+//! the end of the WAL, and the next write starts the WAL over.
+//!
+//! The WAL's size comes from the writer's own commits (SQLite's WAL hook, [`WalSize`]), so the
+//! writer always knows the size the WAL has, restarted or not. (It used to come from the
+//! background thread's checkpoints: one that began before the first write after a restart still
+//! saw the old WAL, copied whole, and made the writer checkpoint a second time for nothing.)
+//!
+//! Every capture waits while the writer checkpoints, and a background checkpoint that copies
+//! thousands of frames slows the writer's own writes beside it, so the background thread copies
+//! as the WAL grows, a little at a time, from the moment it restarts (see [`Copier`]).
 
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, OpenFlags};
 
 use crate::storage::StoreError;
 
-/// How often the background thread checkpoints.
+/// How often the background thread looks at the WAL while the writer is quiet, and the longest it
+/// leaves a few frames uncopied.
 const INTERVAL: Duration = Duration::from_millis(50);
-/// The pause between checkpoints while the WAL is filling fast.
+/// How often it looks while the writer commits.
 const BUSY_INTERVAL: Duration = Duration::from_millis(1);
+/// Uncopied frames that make a background checkpoint due at once (256 KiB of 4 KiB pages).
+const CHUNK: i64 = 64;
 /// WAL frames (pages) beyond which the writer restarts the WAL: 4096 pages of 4 KiB = 16 MiB.
 pub const RESTART_FRAMES: i64 = 4096;
 
-/// The WAL's size in frames at the background thread's last checkpoint.
+/// The WAL's size in frames after the writer's last commit, as SQLite's WAL hook reports it.
+///
+/// Only the writer stores it (its hook runs inside its commits), so it is the WAL's real size: a
+/// restarted WAL reports its few new frames from the first commit on. Between the writer's own
+/// checkpoint and its next commit it still says the old size, and nothing reads it then (the
+/// writer checks it after its batches, each of which commits first).
 #[derive(Debug, Default)]
 pub struct WalSize(AtomicI64);
 
 impl WalSize {
-    /// Whether the writer should checkpoint (and so restart the WAL) now.
-    pub fn wants_restart(&self) -> bool {
-        self.0.load(Ordering::Relaxed) >= RESTART_FRAMES
+    /// A commit of the writer left `frames` in the WAL (its WAL hook).
+    pub fn committed(&self, frames: i64) {
+        self.0.store(frames, Ordering::Relaxed);
     }
 
-    /// After the writer's checkpoint, the next write starts the WAL over.
-    pub fn restarted(&self) {
-        self.0.store(0, Ordering::Relaxed);
+    /// Whether the writer should checkpoint (and so restart the WAL) now.
+    pub fn wants_restart(&self) -> bool {
+        self.frames() >= RESTART_FRAMES
+    }
+
+    fn frames(&self) -> i64 {
+        self.0.load(Ordering::Relaxed)
     }
 }
 
@@ -55,37 +74,102 @@ pub fn open(path: &Path) -> Result<Connection, StoreError> {
     Ok(conn)
 }
 
-/// Checkpoints until `stop` is dropped (nothing is ever sent on it): every [`INTERVAL`], or
-/// back to back while the WAL is filling fast.
+/// Checkpoints until `stop` is dropped (nothing is ever sent on it), whenever [`Copier`] says so.
 pub fn run(conn: Connection, stop: Receiver<()>, wal: Arc<WalSize>) {
-    let mut wait = INTERVAL;
-    let mut last = 0;
+    let mut copier = Copier::new(Instant::now());
+    // The first look at once: a WAL left by a crash is copied without waiting for a write.
+    let mut wait = Duration::ZERO;
     while let Err(RecvTimeoutError::Timeout) = stop.recv_timeout(wait) {
-        if let Some(frames) = checkpoint(&conn, "PASSIVE") {
-            wal.0.store(frames, Ordering::Relaxed);
-            wait = pause(last, frames);
-            last = frames;
+        let now = Instant::now();
+        if copier.due(wal.frames(), now) {
+            let seen = checkpoint(&conn, "PASSIVE");
+            copier.checkpointed(seen, now);
+        }
+        wait = copier.wait(Instant::now());
+    }
+}
+
+/// When the background thread checkpoints, from the WAL's size after each of the writer's commits.
+///
+/// It copies as soon as [`CHUNK`] frames are uncopied, so a pass never has much to do, and a few
+/// frames at the latest after [`INTERVAL`]. While the writer commits it looks every
+/// [`BUSY_INTERVAL`]; once the WAL has not changed for an interval (the server is idle), every
+/// interval. The WAL's size changing, not the checkpoints, says whether the writer is busy. The
+/// thread used to judge by its own checkpoints, pausing a whole interval while the WAL was small
+/// (or, tried later, while its last two checkpoints saw no new frames); but the first checkpoint
+/// after each restart lands right after the writer's, when the WAL is either the old one or just
+/// reset and still empty (`frames=0`), so it always paused there: 1,000-3,000 frames piled up, and
+/// the next pass copied them in 5-28 ms, slowing the writes beside it to 10-25 ms
+/// (bench/RESULTS.md, 2026-12-01).
+#[derive(Debug)]
+struct Copier {
+    /// The WAL's size at the last look, and when it last changed.
+    frames: i64,
+    changed_at: Instant,
+    /// Frames of the current WAL copied as of the last background checkpoint (the writer's own
+    /// copies the rest; a pass after that finds nothing left and costs no sync).
+    copied: i64,
+    /// When the last background checkpoint ran (`None`: not yet).
+    last_pass: Option<Instant>,
+}
+
+impl Copier {
+    fn new(now: Instant) -> Copier {
+        Copier {
+            frames: 0,
+            changed_at: now,
+            copied: 0,
+            last_pass: None,
+        }
+    }
+
+    /// Whether to checkpoint now, the WAL holding `frames` after the writer's last commit.
+    fn due(&mut self, frames: i64, now: Instant) -> bool {
+        if frames != self.frames {
+            if frames < self.frames {
+                // The WAL restarted: every frame in it is new.
+                self.copied = 0;
+            }
+            self.frames = frames;
+            self.changed_at = now;
+        }
+        let Some(last_pass) = self.last_pass else {
+            return true;
+        };
+        let uncopied = frames - self.copied;
+        uncopied >= CHUNK || (uncopied > 0 && now.duration_since(last_pass) >= INTERVAL)
+    }
+
+    /// A checkpoint started at `at` saw `seen`: the WAL's frames and how many of them are copied
+    /// (-1, -1: the writer was checkpointing; `None`: it failed).
+    fn checkpointed(&mut self, seen: Option<(i64, i64)>, at: Instant) {
+        self.last_pass = Some(at);
+        if let Some((frames, copied)) = seen
+            && frames >= 0
+        {
+            if frames < self.frames {
+                // It saw the WAL restarted since the last look.
+                self.frames = frames;
+                self.changed_at = at;
+            }
+            self.copied = copied;
+        }
+    }
+
+    /// How long to wait before the next look.
+    fn wait(&self, now: Instant) -> Duration {
+        if now.duration_since(self.changed_at) < INTERVAL {
+            BUSY_INTERVAL
+        } else {
+            INTERVAL
         }
     }
 }
 
-/// The pause before the next checkpoint, from the WAL's size in frames at the last two.
-///
-/// Under heavy load the WAL fills in about 50 ms. Pausing a whole interval then left up to
-/// 16 MiB uncopied for the writer's restart checkpoint, which stalled every capture for 10-20 ms;
-/// copying back to back leaves it one pass's worth. A large WAL that stopped growing (the server
-/// went idle) needs no hurry: checkpointing it every millisecond cost 4% of a core doing nothing.
-fn pause(before: i64, now: i64) -> Duration {
-    if now >= RESTART_FRAMES / 4 && now != before {
-        BUSY_INTERVAL
-    } else {
-        INTERVAL
-    }
-}
-
-/// Runs `PRAGMA wal_checkpoint(mode)`; the WAL's size in frames.
-pub fn checkpoint(conn: &Connection, mode: &str) -> Option<i64> {
-    let started = std::time::Instant::now();
+/// Runs `PRAGMA wal_checkpoint(mode)`; the WAL's size in frames and how many of them are now
+/// copied into the database (-1 and -1 when another connection was checkpointing).
+pub fn checkpoint(conn: &Connection, mode: &str) -> Option<(i64, i64)> {
+    let started = Instant::now();
     let result = conn.query_row(&format!("PRAGMA wal_checkpoint({mode})"), [], |row| {
         Ok((row.get::<_, i64>(1)?, row.get::<_, i64>(2)?))
     });
@@ -93,7 +177,7 @@ pub fn checkpoint(conn: &Connection, mode: &str) -> Option<i64> {
         Ok((frames, copied)) => {
             let took_us = started.elapsed().as_micros() as u64;
             tracing::trace!(mode, frames, copied, took_us, "checkpoint");
-            Some(frames)
+            Some((frames, copied))
         }
         Err(e) => {
             tracing::warn!(mode, cause = %e, "WAL checkpoint failed; retrying later");
@@ -107,13 +191,75 @@ mod tests {
     use super::*;
 
     #[test]
-    fn checkpoints_hurry_only_while_a_large_wal_grows() {
-        // Small WAL: no hurry, growing or not.
-        assert_eq!(pause(0, 100), INTERVAL);
-        // Large and growing (or restarted and grown large again): back to back.
-        assert_eq!(pause(2000, 3000), BUSY_INTERVAL);
-        assert_eq!(pause(4000, 1500), BUSY_INTERVAL);
-        // Large but unchanged since the last pass: the writer is idle.
-        assert_eq!(pause(5000, 5000), INTERVAL);
+    fn the_writer_restarts_a_large_wal_from_the_size_its_commits_report() {
+        let wal = WalSize::default();
+        wal.committed(RESTART_FRAMES - 1);
+        assert!(!wal.wants_restart());
+        wal.committed(RESTART_FRAMES + 10);
+        assert!(wal.wants_restart());
+        // The first commit after the writer's checkpoint restarted the WAL.
+        wal.committed(12);
+        assert!(!wal.wants_restart());
+        // A restart that did not happen (a reader held an old snapshot): still large, and the
+        // writer checkpoints again.
+        wal.committed(RESTART_FRAMES + 40);
+        assert!(wal.wants_restart());
+    }
+
+    #[test]
+    fn the_background_thread_copies_in_chunks_from_the_moment_the_wal_restarts() {
+        let t0 = Instant::now();
+        let ms = |n| t0 + Duration::from_millis(n);
+        let mut c = Copier::new(t0);
+        // The first look checkpoints whatever is there (a WAL left by a crash).
+        assert!(c.due(0, t0));
+        c.checkpointed(Some((0, 0)), t0);
+        // Nothing new: no checkpoint, and soon the long wait.
+        assert!(!c.due(0, ms(1)));
+        assert_eq!(c.wait(ms(1)), BUSY_INTERVAL);
+        assert_eq!(c.wait(ms(60)), INTERVAL);
+        // After a quiet while, the first commit's frames at once.
+        assert!(c.due(10, ms(100)));
+        c.checkpointed(Some((10, 10)), ms(100));
+        // A few frames right after a pass: due once that pass is an interval old, and looked
+        // at every millisecond meanwhile, since the writer is committing.
+        assert!(!c.due(20, ms(101)));
+        assert_eq!(c.wait(ms(101)), BUSY_INTERVAL);
+        assert!(!c.due(20, ms(120)));
+        assert!(c.due(20, ms(150)));
+        c.checkpointed(Some((20, 20)), ms(150));
+        // A chunk: at once.
+        assert!(!c.due(20 + CHUNK - 1, ms(151)));
+        assert!(c.due(20 + CHUNK, ms(152)));
+        c.checkpointed(Some((20 + CHUNK, 20 + CHUNK)), ms(152));
+        // Grown to a restart, copied as it grew.
+        assert!(c.due(4000, ms(199)));
+        c.checkpointed(Some((4000, 3990)), ms(199));
+        // The writer's checkpoint copied the rest, and its next commit restarted the WAL: the
+        // new frames count from zero, so the first chunk after the restart is due at once.
+        assert!(!c.due(30, ms(201)));
+        assert!(c.due(CHUNK, ms(202)));
+        // The size staying the same for a moment (a slow commit: the first one after a restart
+        // syncs the WAL) is no reason to wait long.
+        assert_eq!(c.wait(ms(210)), BUSY_INTERVAL);
+    }
+
+    #[test]
+    fn a_checkpoint_that_saw_the_wal_restarted_counts_from_the_restart() {
+        let t0 = Instant::now();
+        let ms = |n| t0 + Duration::from_millis(n);
+        let mut c = Copier::new(t0);
+        c.checkpointed(Some((0, 0)), t0);
+        assert!(c.due(4100, ms(1)));
+        // Between the look and the checkpoint the WAL restarted: the checkpoint saw 40 frames.
+        c.checkpointed(Some((40, 40)), ms(1));
+        assert!(!c.due(40 + CHUNK - 1, ms(2)));
+        assert!(c.due(40 + CHUNK, ms(3)));
+        // The writer held the checkpoint lock (-1): nothing known copied, so a chunk is still due.
+        c.checkpointed(Some((-1, -1)), ms(3));
+        assert!(c.due(40 + CHUNK, ms(4)));
+        // A failed checkpoint likewise.
+        c.checkpointed(None, ms(4));
+        assert!(c.due(40 + CHUNK, ms(5)));
     }
 }

@@ -354,6 +354,13 @@ impl SqliteStore {
             .await
     }
 
+    /// Requests of the bins that expire at or before `upto`, from their counts.
+    pub async fn expired_requests(&self, upto: i64) -> Result<u64, StoreError> {
+        self.reads
+            .run(move |c| read::expired_requests(c, upto))
+            .await
+    }
+
     /// Deletes up to `budget` requests of bins expired at `now`, and the bins emptied that way.
     pub async fn reap_step(&self, now: i64, budget: usize) -> Result<ReapProgress, StoreError> {
         let progress = self

@@ -215,6 +215,13 @@ pub fn request(conn: &Connection, bin: &str, id: i64) -> rusqlite::Result<Option
     .optional()
 }
 
+/// Requests of the bins that expire at or before `upto` (see `Store::expired_requests`).
+pub fn expired_requests(conn: &Connection, upto: i64) -> rusqlite::Result<u64> {
+    conn.prepare_cached("SELECT COALESCE(SUM(request_count), 0) FROM bins WHERE expires_at <= ?1")?
+        .query_row([upto], |row| row.get::<_, i64>(0))
+        .map(|n| n.max(0) as u64)
+}
+
 /// The highest request id of the bin, `0` when it has none.
 pub fn last_request_id(conn: &Connection, bin: &str) -> rusqlite::Result<i64> {
     conn.prepare_cached("SELECT COALESCE(MAX(seq), 0) FROM bin_requests WHERE bin_id = ?1")?

@@ -94,6 +94,17 @@ pub fn run(
     wal: Arc<WalSize>,
     used: Arc<AtomicU64>,
 ) {
+    // Every commit reports the WAL's size (see `checkpoint.rs`). `wal_autocheckpoint = 0`, set
+    // when the connection was opened, removed SQLite's own hook; setting it again would remove
+    // this one.
+    let size = wal.clone();
+    let hooked = conn.wal_hook(Some(move |_: &mut rusqlite::hooks::Wal, frames| {
+        size.committed(i64::from(frames));
+        Ok(())
+    }));
+    if let Err(e) = hooked {
+        tracing::error!(cause = %e, "cannot follow the WAL's size; it is never restarted");
+    }
     let mut batch = Vec::with_capacity(MAX_BATCH);
     while let Some(op) = ops.blocking_recv() {
         batch.push(op);
@@ -120,13 +131,14 @@ pub fn run(
             batch = reaps;
             commit_batch(&mut conn, &mut batch, &events, &used);
         }
+        // The size after this loop's commits. When the background thread held the checkpoint
+        // lock (frames -1, nothing done), the WAL stays large and the writer tries again after
+        // the next batch.
         if wal.wants_restart() {
             let started = std::time::Instant::now();
-            if let Some(frames) = checkpoint(&conn, "PASSIVE") {
-                wal.restarted();
+            if let Some((frames, copied)) = checkpoint(&conn, "PASSIVE") {
                 let took_us = started.elapsed().as_micros() as u64;
-                // frames -1: the background thread held the checkpoint lock; nothing was done.
-                tracing::debug!(frames, took_us, "writer checkpoint");
+                tracing::debug!(frames, copied, took_us, "writer checkpoint");
             }
         }
     }
