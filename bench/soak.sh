@@ -34,7 +34,7 @@ command -v gnuplot >/dev/null || die "gnuplot not found (Debian package gnuplot-
 command -v sqlite3 >/dev/null || die "sqlite3 not found (Debian package sqlite3)"
 build_tools
 lock -x
-hr "soak: ${DURATION}s at half capacity, --bin-ttl $TTL ($(date -u '+%Y-%m-%d %H:%M:%S UTC'))"
+hr "soak: ${DURATION}s at $([[ $RATE == auto ]] && echo "half capacity" || echo "$RATE captures/s"), --bin-ttl $TTL ($(date -u '+%Y-%m-%d %H:%M:%S UTC'))"
 machine_line
 DB=$WORK/soak.db
 start_hookbin hookbin "$DB" --bin-ttl "$TTL" --reap-interval "$REAP" --max-bins-per-minute 0
@@ -50,7 +50,13 @@ cap=$(loadgen --rate 0 --duration "$CAP_DURATION" --quiet 2>"$WORK/capacity.err"
     { cat "$WORK/capacity.err" >&2; die "loadgen failed (capacity)"; }
 say "$cap"
 capacity=$(field rps "$cap")
-if [[ $RATE == auto ]]; then RATE=$(awk -v c="$capacity" 'BEGIN { printf "%d", c / 2 }'); fi
+# How the rate was chosen, for the headings and the plot's title.
+if [[ $RATE == auto ]]; then
+    RATE=$(awk -v c="$capacity" 'BEGIN { printf "%d", c / 2 }')
+    RATE_WHY="half of $capacity"
+else
+    RATE_WHY="BENCH_RATE; the capacity is $capacity"
+fi
 # Start the soak from an empty database: stop, remove the files, start again.
 stop_server hookbin
 rm -f "$DB" "$DB-wal" "$DB-shm"
@@ -58,7 +64,7 @@ start_hookbin hookbin "$DB" --bin-ttl "$TTL" --reap-interval "$REAP" --max-bins-
 addr=${ADDR[hookbin]}
 pid=${PID[hookbin]}
 
-hr "soak: $RATE captures/s (half of $capacity) for ${DURATION}s, a row every ${INTERVAL}s"
+hr "soak: $RATE captures/s ($RATE_WHY) for ${DURATION}s, a row every ${INTERVAL}s"
 CSV=$WORK/soak.csv
 PAGES=$WORK/pages.csv
 (
@@ -168,7 +174,7 @@ set terminal pngcairo size 1000,1000 font ",10"
 set output "$PLOT"
 set datafile separator ","
 set key autotitle columnhead
-set multiplot layout 4,1 title "hookbin soak: $RATE captures/s (half of $capacity), --bin-ttl $TTL, $(date -u '+%Y-%m-%d')"
+set multiplot layout 4,1 title "hookbin soak: $RATE captures/s ($RATE_WHY), --bin-ttl $TTL, $(date -u '+%Y-%m-%d')"
 set grid
 set xlabel "seconds"
 set ylabel "requests/s"
