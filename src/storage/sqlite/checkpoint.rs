@@ -88,7 +88,7 @@ pub fn run(conn: Connection, stop: Receiver<()>, wal: Arc<WalSize>) {
     while let Err(RecvTimeoutError::Timeout) = stop.recv_timeout(wait) {
         let now = Instant::now();
         if copier.due(wal.frames(), now) {
-            let seen = checkpoint(&conn, "PASSIVE");
+            let seen = checkpoint(&conn, "PASSIVE").map(|c| (c.frames, c.copied));
             copier.checkpointed(seen, now);
         }
         wait = copier.wait(Instant::now());
@@ -172,18 +172,32 @@ impl Copier {
     }
 }
 
-/// Runs `PRAGMA wal_checkpoint(mode)`; the WAL's size in frames and how many of them are now
-/// copied into the database (-1 and -1 when another connection was checkpointing).
-pub fn checkpoint(conn: &Connection, mode: &str) -> Option<(i64, i64)> {
+/// What one checkpoint saw and how long it took.
+#[derive(Debug, Clone, Copy)]
+pub struct Checkpointed {
+    /// The WAL's size in frames (-1 when another connection was checkpointing).
+    pub frames: i64,
+    /// How many of them are now copied into the database (-1 likewise).
+    pub copied: i64,
+    pub took: Duration,
+}
+
+/// Runs `PRAGMA wal_checkpoint(mode)`; `None` when it failed (logged).
+pub fn checkpoint(conn: &Connection, mode: &str) -> Option<Checkpointed> {
     let started = Instant::now();
     let result = conn.query_row(&format!("PRAGMA wal_checkpoint({mode})"), [], |row| {
         Ok((row.get::<_, i64>(1)?, row.get::<_, i64>(2)?))
     });
     match result {
         Ok((frames, copied)) => {
-            let took_us = started.elapsed().as_micros() as u64;
+            let took = started.elapsed();
+            let took_us = took.as_micros() as u64;
             tracing::trace!(mode, frames, copied, took_us, "checkpoint");
-            Some((frames, copied))
+            Some(Checkpointed {
+                frames,
+                copied,
+                took,
+            })
         }
         Err(e) => {
             tracing::warn!(mode, cause = %e, "WAL checkpoint failed; retrying later");

@@ -134,12 +134,16 @@ pub fn run(
         // The size after this loop's commits. When the background thread held the checkpoint
         // lock (frames -1, nothing done), the WAL stays large and the writer tries again after
         // the next batch.
-        if wal.wants_restart() {
-            let started = std::time::Instant::now();
-            if let Some((frames, copied)) = checkpoint(&conn, "PASSIVE") {
-                let took_us = started.elapsed().as_micros() as u64;
-                tracing::debug!(frames, copied, took_us, "writer checkpoint");
-            }
+        if wal.wants_restart()
+            && let Some(done) = checkpoint(&conn, "PASSIVE")
+        {
+            let took_us = done.took.as_micros() as u64;
+            tracing::debug!(
+                frames = done.frames,
+                copied = done.copied,
+                took_us,
+                "writer checkpoint"
+            );
         }
     }
     // Every queued write is committed; leave a database file that holds everything.
