@@ -71,7 +71,8 @@ say "$STREAMS_LINE"
 # its own machine, and it is what the server's captures compete with here.
 say "$(awk -v r="$(field reader_cpu_ms "$STREAMS_LINE")" -v s="$(field sender_cpu_ms "$STREAMS_LINE")" \
     -v n="$(field ok2xx "$LINE")" 'BEGIN { if (n > 0) printf "loadgen CPU: stream readers %.1f us/capture, capture senders %.1f us/capture", r * 1000 / n, s * 1000 / n }')"
-say "streams that fell behind and caught up from the database: $(curl -s "http://$addr/metrics" | awk '$1 == "hookbin_event_stream_resyncs_total" { print $2 }')"
+metrics=$(curl -s "http://$addr/metrics")
+say "streams that fell behind and caught up from the database: $(awk '$1 == "hookbin_event_stream_resyncs_total" { print $2 }' <<<"$metrics"), from the recent events in memory: $(awk '$1 == "hookbin_event_stream_catchups_total" { print $2 }' <<<"$metrics")"
 rss_max=$(awk -F, 'NR > 1 && $9 > m { m = $9 } END { print m + 0 }' "$WORK/viewers.csv")
 say "hookbin RSS: $(mib $((rss_before * 1024))) MiB before the streams, at most $(mib $((rss_max * 1024))) MiB during the load (sampled every second)"
 stop_server hookbin

@@ -8,9 +8,17 @@
 //! streams on a bin taking 450 captures/s spent the server's time waking each stream, rendering
 //! the same JSON and writing to its socket once per capture per stream (issue 15; see
 //! `bench/viewers.sh`). Now each stream wakes, clones the shared text and writes once per batch.
+//!
+//! Each watched bin also keeps its latest batches ([`EventHub::recent_after`]), bounded by
+//! bytes and age rather than by count: a stream that fell behind the channel (`Lagged`) takes
+//! what it missed from there, the same shared text, and only one that fell further behind
+//! than that reads the database. The channel's 256 batches are a fraction of a second at
+//! 10,000 captures/s, and 500 streams each reading and rendering their own catch-up from the
+//! database took more CPU than the live path they replaced (issue 15, `bench/viewers.sh`).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use tokio::sync::broadcast;
@@ -23,12 +31,26 @@ use crate::model::RequestSummary;
 /// `bench/viewers.sh`), so 256 stays.
 const CHANNEL_CAPACITY: usize = 256;
 
+/// The latest batches a watched bin keeps for streams that fell behind the channel: at most
+/// this many bytes (summaries and their text, as estimated by `Batch::weight`; per bin, so n
+/// busy watched bins hold up to n times this). 16 MiB is ~2.5 s at 10,000 captures/s: 500
+/// streams there all caught up from it, none from the database (issue 15, `bench/viewers.sh`)...
+const RECENT_BYTES: usize = 16 * 1024 * 1024;
+/// ...and, when the bin publishes, none older than this: a bin taking a few captures a second
+/// keeps seconds of them, not minutes.
+const RECENT_AGE: Duration = Duration::from_secs(10);
+/// Batches handed out per call of [`EventHub::recent_after`]: the writer adds each batch under
+/// the same lock, and a stream's thread runs at the lowest priority, so it holds it briefly.
+const RECENT_PIECE: usize = 256;
+
 /// Captures of one bin committed together, oldest first (ids increasing).
 #[derive(Debug)]
 pub struct Batch {
     summaries: Vec<RequestSummary>,
     /// The whole batch as the stream sends it, made by the first stream that needs it.
     text: OnceLock<Bytes>,
+    /// What the batch holds in memory once its text is made, roughly: the recent buffer's unit.
+    weight: usize,
 }
 
 pub type Event = Arc<Batch>;
@@ -47,6 +69,30 @@ impl Batch {
         self.summaries.last().map_or(0, |s| s.id.get())
     }
 
+    fn new(summaries: Vec<RequestSummary>) -> Batch {
+        // Each summary's strings, twice (the summary and its JSON text), and ~500 bytes of
+        // fixed fields, field names and allocation overhead (mimalloc rounds up each of the
+        // summary's seven strings).
+        let weight = summaries
+            .iter()
+            .map(|s| {
+                let strings = s.bin_id.len()
+                    + s.method.len()
+                    + s.path.len()
+                    + s.subpath.len()
+                    + s.query.len()
+                    + s.content_type.as_ref().map_or(0, String::len)
+                    + s.remote_addr.len();
+                2 * strings + 512
+            })
+            .sum();
+        Batch {
+            summaries,
+            text: OnceLock::new(),
+            weight,
+        }
+    }
+
     /// The batch's text, made by `render` on the first call only: every stream that sends the
     /// batch whole shares it.
     pub fn text(&self, render: impl FnOnce(&[RequestSummary]) -> Bytes) -> Bytes {
@@ -56,7 +102,58 @@ impl Batch {
 
 #[derive(Debug, Default)]
 pub struct EventHub {
-    channels: Mutex<HashMap<String, broadcast::Sender<Event>>>,
+    channels: Mutex<HashMap<String, Channel>>,
+}
+
+#[derive(Debug)]
+struct Channel {
+    tx: broadcast::Sender<Event>,
+    recent: Arc<Mutex<Recent>>,
+}
+
+/// A bin's latest batches, every one published since the newest it dropped: oldest first.
+#[derive(Debug, Default)]
+struct Recent {
+    batches: VecDeque<(Instant, Event)>,
+    bytes: usize,
+    /// The last id of the newest batch dropped (0: none yet). Ids are published in increasing
+    /// order, so every id above it that was published is here.
+    dropped_through: i64,
+}
+
+impl Recent {
+    fn push(&mut self, batch: Event, now: Instant) {
+        self.bytes += batch.weight;
+        self.batches.push_back((now, batch));
+        while let Some((at, oldest)) = self.batches.front() {
+            // The newest batch stays whatever its size: it is the one a stream that falls
+            // behind next needs first.
+            if self.batches.len() == 1
+                || (self.bytes <= RECENT_BYTES && now.duration_since(*at) <= RECENT_AGE)
+            {
+                break;
+            }
+            self.bytes -= oldest.weight;
+            self.dropped_through = self.dropped_through.max(oldest.last_id());
+            self.batches.pop_front();
+        }
+    }
+
+    /// Up to `max` batches holding ids after `after`, oldest first; `None` when some of those
+    /// ids were already dropped.
+    fn after(&self, after: i64, max: usize) -> Option<Vec<Event>> {
+        if self.dropped_through > after {
+            return None;
+        }
+        let start = self.batches.partition_point(|(_, b)| b.last_id() <= after);
+        Some(
+            self.batches
+                .range(start..)
+                .take(max)
+                .map(|(_, b)| b.clone())
+                .collect(),
+        )
+    }
 }
 
 impl EventHub {
@@ -79,16 +176,20 @@ impl EventHub {
                 None => groups.push(vec![summary]),
             }
         }
+        let now = Instant::now();
         let mut channels = self.channels.lock().unwrap_or_else(|e| e.into_inner());
         for summaries in groups {
             let bin = &summaries[0].bin_id;
-            if let Some(tx) = channels.get(bin) {
+            if let Some(channel) = channels.get(bin) {
                 let bin = bin.clone();
-                let batch = Arc::new(Batch {
-                    summaries,
-                    text: OnceLock::new(),
-                });
-                if tx.send(batch).is_err() {
+                let batch = Arc::new(Batch::new(summaries));
+                // Kept before it is sent: a stream that finds it missed the batch finds it here.
+                channel
+                    .recent
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(batch.clone(), now);
+                if channel.tx.send(batch).is_err() {
                     // Every listener has gone; drop the channel until someone subscribes again.
                     channels.remove(&bin);
                 }
@@ -99,15 +200,38 @@ impl EventHub {
     /// Whether a stream listens to `bin` (so the writer can skip building unused summaries).
     pub fn is_watched(&self, bin: &str) -> bool {
         let channels = self.channels.lock().unwrap_or_else(|e| e.into_inner());
-        channels.get(bin).is_some_and(|tx| tx.receiver_count() > 0)
+        channels.get(bin).is_some_and(|c| c.tx.receiver_count() > 0)
     }
 
     pub fn subscribe(&self, bin: &str) -> broadcast::Receiver<Event> {
         let mut channels = self.channels.lock().unwrap_or_else(|e| e.into_inner());
         channels
             .entry(bin.to_owned())
-            .or_insert_with(|| broadcast::channel(CHANNEL_CAPACITY).0)
+            .or_insert_with(|| Channel {
+                tx: broadcast::channel(CHANNEL_CAPACITY).0,
+                recent: Arc::default(),
+            })
+            .tx
             .subscribe()
+    }
+
+    /// For a stream of `bin` that fell behind its channel and has sent every id up to `after`:
+    /// the next batches (at most `RECENT_PIECE`) holding ids after it, oldest first, from the
+    /// bin's recent buffer; empty when it has them all. `None` when the buffer no longer holds
+    /// all of them (or the bin has no channel): then only the database has them.
+    pub fn recent_after(&self, bin: &str, after: i64) -> Option<Vec<Event>> {
+        // Two short locks rather than one long one: the writer publishes under the first.
+        let recent = self
+            .channels
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(bin)?
+            .recent
+            .clone();
+        recent
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .after(after, RECENT_PIECE)
     }
 
     /// The bin is gone: its listeners see the channel close.
@@ -180,6 +304,73 @@ mod tests {
         assert_eq!(first, "2 events");
         assert_eq!(second, first);
         assert_eq!(renders.load(std::sync::atomic::Ordering::Relaxed), 1);
+    }
+
+    fn recent_ids(hub: &EventHub, bin: &str, after: i64) -> Option<Vec<i64>> {
+        hub.recent_after(bin, after).map(|batches| {
+            batches
+                .iter()
+                .flat_map(|b| b.summaries().iter().map(|s| s.id.get()))
+                .collect()
+        })
+    }
+
+    #[test]
+    fn a_receiver_that_lagged_finds_what_it_missed_in_the_recent_batches() {
+        let hub = EventHub::new();
+        let mut slow = hub.subscribe("a");
+        for id in 1..=(CHANNEL_CAPACITY as i64 + 10) {
+            hub.publish(vec![summary("a", id)]);
+        }
+        assert!(matches!(
+            slow.try_recv(),
+            Err(broadcast::error::TryRecvError::Lagged(10))
+        ));
+        // Everything after the last id it sent, in order, in pieces of RECENT_PIECE batches.
+        let first = recent_ids(&hub, "a", 0).unwrap();
+        assert_eq!(first, (1..=RECENT_PIECE as i64).collect::<Vec<_>>());
+        let rest = recent_ids(&hub, "a", RECENT_PIECE as i64).unwrap();
+        assert_eq!(
+            rest,
+            (RECENT_PIECE as i64 + 1..=CHANNEL_CAPACITY as i64 + 10).collect::<Vec<_>>()
+        );
+        assert_eq!(
+            recent_ids(&hub, "a", CHANNEL_CAPACITY as i64 + 10),
+            Some(vec![])
+        );
+        // Within a batch: the whole batch comes (the stream skips what it sent).
+        hub.publish(vec![summary("a", 267), summary("a", 268)]);
+        assert_eq!(recent_ids(&hub, "a", 267), Some(vec![267, 268]));
+        assert_eq!(recent_ids(&hub, "nobody", 0), None);
+    }
+
+    #[test]
+    fn the_recent_batches_are_bounded_by_bytes_and_age_and_say_what_they_dropped() {
+        let mut recent = Recent::default();
+        let now = Instant::now();
+        let big = |id: i64| {
+            let mut s = summary("a", id);
+            s.query = "x".repeat(RECENT_BYTES / 8);
+            Arc::new(Batch::new(vec![s]))
+        };
+        for id in 1..=5 {
+            recent.push(big(id), now);
+        }
+        // Four of them weigh more than RECENT_BYTES: the oldest went.
+        assert_eq!(recent.batches.len(), 3);
+        assert!(recent.bytes <= RECENT_BYTES);
+        assert_eq!(recent.dropped_through, 2);
+        assert!(recent.after(1, 10).is_none(), "id 2 is gone");
+        assert_eq!(recent.after(2, 10).unwrap().len(), 3);
+        assert_eq!(recent.after(4, 1).unwrap()[0].last_id(), 5);
+        // Old batches go when a new one comes; the newest stays even when alone and huge.
+        let later = now + RECENT_AGE + Duration::from_secs(1);
+        let mut huge = summary("a", 6);
+        huge.query = "x".repeat(RECENT_BYTES / 2 + 1);
+        recent.push(Arc::new(Batch::new(vec![huge])), later);
+        assert_eq!(recent.batches.len(), 1);
+        assert_eq!(recent.dropped_through, 5);
+        assert_eq!(recent.after(5, 10).unwrap()[0].last_id(), 6);
     }
 
     #[test]

@@ -28,6 +28,7 @@ pub struct Metrics {
     pub client_limit_rejections: AtomicU64,
     pub body_memory_rejections: AtomicU64,
     pub stream_resyncs: AtomicU64,
+    pub stream_catchups: AtomicU64,
     capture_latency: Histogram,
 }
 
@@ -70,7 +71,7 @@ impl Metrics {
 
     pub fn render(&self, g: Gauges) -> String {
         let mut out = String::with_capacity(4096);
-        let counters: [(&str, &str, &AtomicU64); 15] = [
+        let counters: [(&str, &str, &AtomicU64); 16] = [
             (
                 "hookbin_requests_captured_total",
                 "Requests captured and committed.",
@@ -145,6 +146,11 @@ impl Metrics {
                 "hookbin_event_stream_resyncs_total",
                 "Times an event stream fell behind the live events and caught up from the database.",
                 &self.stream_resyncs,
+            ),
+            (
+                "hookbin_event_stream_catchups_total",
+                "Times an event stream fell behind the live events and caught up from the recent events kept in memory.",
+                &self.stream_catchups,
             ),
         ];
         for (name, help, value) in counters {

@@ -11,6 +11,11 @@
 //! and a reconnect resumes after it. The server filters, not the page, because the page cannot
 //! evaluate `body:` or header terms from a summary: it would fetch every arrival to find out,
 //! and it would need a second implementation of the language.
+//!
+//! A stream too slow to keep up with the live events (the bin's channel ran past it) catches
+//! up first from the bin's recent batches kept in memory ([`crate::events::EventHub::recent_after`]:
+//! the same shared text, no query), and from the database only when it fell behind further
+//! than those; either way it goes on after the last id it sent.
 
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -41,11 +46,15 @@ use crate::web::error::ApiError;
 const KEEPALIVE: Duration = Duration::from_secs(15);
 /// Writes waiting for the client per stream, each up to GATHER's worth of events: 1.6 s of
 /// events. A stream whose feed finds the queue full stops taking live events and later catches
-/// up from the database, which costs far more than the queue's memory: with 100 ms of queue
+/// up (from the recent batches in memory, or past them from the database, which costs far
+/// more than the queue's memory): with 100 ms of queue
 /// (4 writes of 25 ms), 500 streams at 39,500 captures/s (an overload on 2 cores) caught up
 /// 20,230 times in 20 s, missed events past the bin's cap and peaked at 128 MiB, against no
 /// catch-up at all with 1.6 s (64 writes of 25 ms).
 const STREAM_QUEUE: usize = 16;
+/// The most text a write copies into one piece: 500 streams of a bin taking 10,000 captures/s
+/// write about 330 KB each per GATHER.
+const COPY_AT_MOST: usize = 1024 * 1024;
 /// Rows fetched per replay query.
 const REPLAY_PAGE: usize = 500;
 /// Time between two writes to one busy stream. Each write costs a wake-up, a system call
@@ -271,12 +280,20 @@ async fn feed(
             match received {
                 Ok(batch) => append_batch(&state, filter, &batch, &mut last_sent, &mut out).await,
                 Err(broadcast::error::RecvError::Lagged(_)) => {
-                    // Too slow to keep up live: catch up from the database instead.
-                    state.metrics.stream_resyncs.fetch_add(1, Ordering::Relaxed);
-                    if !flush(&mut out, &tx).await
-                        || !replay(&state, &bin, filter, &mut last_sent, &tx).await
-                    {
-                        return;
+                    // Too slow to keep up live: catch up from the recent batches, or past
+                    // them from the database.
+                    if catch_up(&state, &bin, filter, &mut last_sent, &mut out).await {
+                        state
+                            .metrics
+                            .stream_catchups
+                            .fetch_add(1, Ordering::Relaxed);
+                    } else {
+                        state.metrics.stream_resyncs.fetch_add(1, Ordering::Relaxed);
+                        if !flush(&mut out, &tx).await
+                            || !replay(&state, &bin, filter, &mut last_sent, &tx).await
+                        {
+                            return;
+                        }
                     }
                 }
                 Err(broadcast::error::RecvError::Closed) => {
@@ -325,12 +342,49 @@ async fn append_batch(
     *last_sent = batch.last_id();
 }
 
+/// Appends the events after `last_sent` from the bin's recent batches to `out`; false when
+/// some of them are no longer kept there (what was appended stays: the database has the rest).
+async fn catch_up(
+    state: &AppState,
+    bin: &BinId,
+    filter: Option<&Search>,
+    last_sent: &mut i64,
+    out: &mut Vec<Bytes>,
+) -> bool {
+    loop {
+        let Some(batches) = state.events.recent_after(bin.as_str(), *last_sent) else {
+            return false;
+        };
+        if batches.is_empty() {
+            return true;
+        }
+        for batch in &batches {
+            append_batch(state, filter, batch, last_sent, out).await;
+        }
+    }
+}
+
 /// Sends `out` as one piece (one frame, one write) and empties it; false when the client has
-/// gone.
+/// gone. One copy per stream, but one write: sending the batches' shared text as frames of
+/// their own (hyper writes up to 16 a time with `writev`) cost more, at 500 streams on a bin
+/// taking 5,000 captures/s: the server's CPU per capture 193.5 us against 151.2, the viewers'
+/// reads half as much again, and a higher RSS (issue 15, `bench/viewers.sh`).
+///
+/// Past [`COPY_AT_MOST`] (a catch-up from the recent batches, seconds of events) the pieces go
+/// one by one instead, uncopied: 500 streams catching up at once would otherwise each hold a
+/// copy of the same megabytes.
 async fn flush(out: &mut Vec<Bytes>, tx: &mpsc::Sender<Bytes>) -> bool {
     let text = match out.len() {
         0 => return true,
         1 => out.pop().unwrap_or_default(),
+        _ if out.iter().map(Bytes::len).sum::<usize>() > COPY_AT_MOST => {
+            for piece in out.drain(..) {
+                if tx.send(piece).await.is_err() {
+                    return false;
+                }
+            }
+            return true;
+        }
         _ => {
             let text = Bytes::from(out.concat());
             out.clear();
@@ -380,5 +434,97 @@ async fn replay(
         if rows.len() < REPLAY_PAGE {
             return true;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::events::EventHub;
+    use crate::model::{Bin, StoredRequest};
+    use crate::storage::{CaptureOutcome, Location, Store, StoreConfig, Synchronous};
+
+    /// The ids of the `request` events in `text`, in order.
+    fn request_ids(text: &str) -> Vec<i64> {
+        text.split("\n\n")
+            .filter(|event| event.contains("\nevent: request\n"))
+            .filter_map(|event| event.strip_prefix("id: ")?.split('\n').next()?.parse().ok())
+            .collect()
+    }
+
+    /// A stream whose client stops reading falls behind the bin's channel (256 commits), and
+    /// once read again gets what it missed from the recent batches in memory, not from the
+    /// database: every capture once, in order.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_stream_that_fell_behind_catches_up_from_the_recent_batches() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = Config::for_db(dir.path().join("stream.db"));
+        let store_config = StoreConfig {
+            location: Location::Sqlite(config.db.clone()),
+            synchronous: Synchronous::Normal,
+            write_queue: 64,
+            read_connections: 1,
+        };
+        let events = EventHub::new();
+        let (store, _writer) = Store::open(&store_config, events.clone(), 0).await.unwrap();
+        let (_trigger, shutdown) = crate::shutdown::channel();
+        let state = Arc::new(AppState::new(config, store, events, shutdown));
+        let bin = BinId::new();
+        let row = Bin {
+            id: bin.as_str().into(),
+            created_at: 0,
+            expires_at: i64::MAX,
+            response: None,
+            request_count: 0,
+            view_token_hash: None,
+        };
+        state.store.create_bin(row, None).await.unwrap();
+
+        let subscription = state.store.subscribe(bin.as_str()).await.unwrap();
+        let slot = state
+            .clients
+            .take(std::net::Ipv4Addr::LOCALHOST.into(), Slot::Stream)
+            .unwrap();
+        // Room for one message: the opening comment fills it, so the feed waits at its first
+        // write while the captures below go on.
+        let (tx, mut rx) = mpsc::channel(1);
+        let feeding = tokio::spawn(feed(
+            state.clone(),
+            bin.clone(),
+            None,
+            None,
+            subscription,
+            tx,
+            slot,
+        ));
+        // One commit each (each awaited): 400 events on the channel, more than it keeps.
+        let captures = 400;
+        for _ in 0..captures {
+            let request = StoredRequest::sample::<&[u8]>(bin.as_str(), "", "", &[], b"x");
+            let pending = state
+                .store
+                .try_capture(request, None, 1000, u64::MAX)
+                .unwrap();
+            let outcome = pending.outcome().await.unwrap();
+            assert!(
+                matches!(outcome, CaptureOutcome::Stored { .. }),
+                "{outcome:?}"
+            );
+        }
+
+        let mut text = String::new();
+        while request_ids(&text).last() != Some(&captures) {
+            let frames = tokio::time::timeout(Duration::from_secs(10), rx.recv())
+                .await
+                .expect("the stream went quiet before the last capture")
+                .expect("the stream ended");
+            text.push_str(std::str::from_utf8(&frames).unwrap());
+        }
+        assert_eq!(request_ids(&text), (1..=captures).collect::<Vec<_>>());
+        assert!(state.metrics.stream_catchups.load(Ordering::Relaxed) >= 1);
+        assert_eq!(state.metrics.stream_resyncs.load(Ordering::Relaxed), 0);
+        drop(rx);
+        feeding.await.unwrap();
     }
 }

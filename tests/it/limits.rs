@@ -260,11 +260,15 @@ fn connections_beyond_the_per_client_cap_get_a_429_and_free_their_slot() {
         "2",
     ]);
     let bin = s.create_bin();
+    // From an address of their own: the harness's connections from 127.0.0.1 (the readiness
+    // probe, creating the bin) may still hold a slot for a moment after they closed, and then
+    // under load `a` or `b` was the refused one and `c` an idle connection that got no answer.
+    let from = "127.0.0.3";
     // Two idle keep-alive connections: the address's cap.
-    let a = s.connect();
-    let b = s.connect();
+    let a = connect_from(from, s.addr);
+    let b = connect_from(from, s.addr);
     // The third is refused with the canned answer, whatever it sends.
-    let mut c = s.connect();
+    let mut c = connect_from(from, s.addr);
     let mut raw = Vec::new();
     let _ = c.read_to_end(&mut raw);
     let text = String::from_utf8_lossy(&raw);
@@ -281,7 +285,7 @@ fn connections_beyond_the_per_client_cap_get_a_429_and_free_their_slot() {
     );
     drop(a);
     s.eventually("the closed connection's slot is free", || {
-        let mut conn = s.connect();
+        let mut conn = connect_from(from, s.addr);
         exchange(&mut conn, capture.as_bytes()).is_some_and(|r| r.status == 200)
     });
     drop(b);
