@@ -340,25 +340,13 @@ mod tests {
         assert_eq!(r.deadline(after, secs(1)).0, after + FINISH_WITHIN);
     }
 
-    use crate::config::Config;
-    use crate::events::EventHub;
     use crate::model::{Bin, StoredRequest};
-    use crate::storage::{CaptureOutcome, Location, Store, StoreConfig, Synchronous};
+    use crate::storage::CaptureOutcome;
 
     #[tokio::test]
     async fn reaps_exactly_the_bins_expired_at_the_given_instant_in_small_steps() {
         let dir = tempfile::tempdir().unwrap();
-        let config = Config::for_db(dir.path().join("reap.db"));
-        let store_config = StoreConfig {
-            location: Location::Sqlite(config.db.clone()),
-            synchronous: Synchronous::Normal,
-            write_queue: 64,
-            read_connections: 1,
-        };
-        let events = EventHub::new();
-        let (store, writer) = Store::open(&store_config, events.clone(), 0).await.unwrap();
-        let (_trigger, shutdown) = crate::shutdown::channel();
-        let state = AppState::new(config, store, events, shutdown);
+        let (state, writer, _trigger) = AppState::for_tests(dir.path().join("reap.db")).await;
         // (bin, expires_at, requests)
         let bins = [
             ("early", 1_000, 5),

@@ -64,3 +64,34 @@ impl AppState {
         }
     }
 }
+
+#[cfg(test)]
+impl AppState {
+    /// A state with `Config::for_db(path)` over a new SQLite database at `path`, for unit tests
+    /// that need the real store. Keep the trigger (a dropped one signals a stop) and join the
+    /// workers when the test wants every write committed.
+    pub async fn for_tests(
+        path: std::path::PathBuf,
+    ) -> (
+        AppState,
+        crate::storage::Workers,
+        crate::shutdown::ShutdownTrigger,
+    ) {
+        use crate::storage::{Location, StoreConfig, Synchronous};
+        let config = Config::for_db(path);
+        let store_config = StoreConfig {
+            location: Location::Sqlite(config.db.clone()),
+            synchronous: Synchronous::Normal,
+            write_queue: 64,
+            read_connections: 1,
+        };
+        let events = EventHub::new();
+        let (store, workers) = Store::open(&store_config, events.clone(), 0).await.unwrap();
+        let (trigger, shutdown) = crate::shutdown::channel();
+        (
+            AppState::new(config, store, events, shutdown),
+            workers,
+            trigger,
+        )
+    }
+}

@@ -440,10 +440,8 @@ async fn replay(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Config;
-    use crate::events::EventHub;
     use crate::model::{Bin, StoredRequest};
-    use crate::storage::{CaptureOutcome, Location, Store, StoreConfig, Synchronous};
+    use crate::storage::CaptureOutcome;
 
     /// The ids of the `request` events in `text`, in order.
     fn request_ids(text: &str) -> Vec<i64> {
@@ -459,17 +457,8 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_stream_that_fell_behind_catches_up_from_the_recent_batches() {
         let dir = tempfile::tempdir().unwrap();
-        let config = Config::for_db(dir.path().join("stream.db"));
-        let store_config = StoreConfig {
-            location: Location::Sqlite(config.db.clone()),
-            synchronous: Synchronous::Normal,
-            write_queue: 64,
-            read_connections: 1,
-        };
-        let events = EventHub::new();
-        let (store, _writer) = Store::open(&store_config, events.clone(), 0).await.unwrap();
-        let (_trigger, shutdown) = crate::shutdown::channel();
-        let state = Arc::new(AppState::new(config, store, events, shutdown));
+        let (state, _writer, _trigger) = AppState::for_tests(dir.path().join("stream.db")).await;
+        let state = Arc::new(state);
         let bin = BinId::new();
         let row = Bin {
             id: bin.as_str().into(),
