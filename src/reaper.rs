@@ -341,7 +341,6 @@ mod tests {
     }
 
     use crate::model::{Bin, StoredRequest};
-    use crate::storage::CaptureOutcome;
 
     #[tokio::test]
     async fn reaps_exactly_the_bins_expired_at_the_given_instant_in_small_steps() {
@@ -368,15 +367,7 @@ mod tests {
                     received_at: 1,
                     ..StoredRequest::sample::<&[u8]>(id, "", "", &[], b"x")
                 };
-                let pending = state
-                    .store
-                    .try_capture(request, None, 1000, u64::MAX)
-                    .unwrap();
-                let outcome = pending.outcome().await.unwrap();
-                assert!(
-                    matches!(outcome, CaptureOutcome::Stored { .. }),
-                    "{outcome:?}"
-                );
+                state.store_for_tests(request).await;
             }
         }
 

@@ -94,4 +94,18 @@ impl AppState {
             trigger,
         )
     }
+
+    /// Stores `request` as a capture under a cap of 1000 and waits for its commit; panics unless
+    /// it was stored.
+    pub async fn store_for_tests(&self, request: crate::model::StoredRequest) {
+        let pending = self
+            .store
+            .try_capture(request, None, 1000, u64::MAX)
+            .unwrap();
+        let outcome = pending.outcome().await.unwrap();
+        assert!(
+            matches!(outcome, crate::storage::CaptureOutcome::Stored { .. }),
+            "{outcome:?}"
+        );
+    }
 }

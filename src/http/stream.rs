@@ -441,7 +441,6 @@ async fn replay(
 mod tests {
     use super::*;
     use crate::model::{Bin, StoredRequest};
-    use crate::storage::CaptureOutcome;
 
     /// The ids of the `request` events in `text`, in order.
     fn request_ids(text: &str) -> Vec<i64> {
@@ -491,15 +490,7 @@ mod tests {
         let captures = 400;
         for _ in 0..captures {
             let request = StoredRequest::sample::<&[u8]>(bin.as_str(), "", "", &[], b"x");
-            let pending = state
-                .store
-                .try_capture(request, None, 1000, u64::MAX)
-                .unwrap();
-            let outcome = pending.outcome().await.unwrap();
-            assert!(
-                matches!(outcome, CaptureOutcome::Stored { .. }),
-                "{outcome:?}"
-            );
+            state.store_for_tests(request).await;
         }
 
         let mut text = String::new();
