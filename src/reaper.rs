@@ -86,9 +86,9 @@ const ROUND_TRIP: Pacing = Pacing {
 };
 
 impl Pacing {
-    /// The pace of an engine: whether it measured the step itself.
-    fn of(step_time: Option<Duration>) -> Pacing {
-        if step_time.is_some() {
+    /// The pace of an engine: whether its reap steps hold the only writer.
+    fn of(store: &crate::storage::Store) -> Pacing {
+        if store.reap_holds_the_writer() {
             WRITER
         } else {
             ROUND_TRIP
@@ -183,6 +183,27 @@ pub async fn run(state: Arc<AppState>) {
     }
 }
 
+/// The requests a pass that starts at `pass` (`now` in unix ms) has to delete, and by when (see
+/// [`FINISH_WITHIN`]); `(0, None)` when nothing has expired, which ends the period.
+async fn rows_to_reap(
+    state: &AppState,
+    now: i64,
+    pass: Instant,
+    reaping: &Reaping,
+) -> Result<(u64, Option<Instant>), crate::storage::StoreError> {
+    let left = state.store.expired_requests(now).await?;
+    if left == 0 {
+        return Ok((0, None));
+    }
+    let (by, ahead) = reaping.deadline(pass, state.config.reap_interval);
+    if ahead.is_zero() {
+        return Ok((left, Some(by)));
+    }
+    // The bins that expire by then include those expired now: this count holds both.
+    let upto = now.saturating_add(ahead.as_millis() as i64);
+    Ok((state.store.expired_requests(upto).await?, Some(by)))
+}
+
 /// Reaps every bin expired at `now` (unix ms); returns (bins, requests) deleted.
 pub async fn reap_all(
     state: &AppState,
@@ -191,17 +212,14 @@ pub async fn reap_all(
 ) -> Result<(u64, u64), crate::storage::StoreError> {
     let (mut bins, mut requests) = (0u64, 0u64);
     let pass = Instant::now();
-    let mut left = state.store.expired_requests(now).await?;
-    let mut deadline = None;
-    if left > 0 {
-        let (by, ahead) = reaping.deadline(pass, state.config.reap_interval);
-        if !ahead.is_zero() {
-            let upto = now.saturating_add(ahead.as_millis() as i64);
-            left = left.max(state.store.expired_requests(upto).await?);
-        }
-        deadline = Some(by);
-    }
-    // A pass that finds nothing ends the period.
+    let pacing = Pacing::of(&state.store);
+    // Only the writer's pauses follow from the rows left and the time left; PostgreSQL's
+    // round trips need neither, so nothing is counted there.
+    let (mut left, deadline) = if pacing == WRITER {
+        rows_to_reap(state, now, pass, reaping).await?
+    } else {
+        (0, None)
+    };
     reaping.deadline = deadline;
     let budget = &mut reaping.budget;
     loop {
@@ -228,21 +246,17 @@ pub async fn reap_all(
         if step.done {
             break;
         }
-        let pacing = Pacing::of(step.step_time);
         // Only full steps say something about speed.
         if step.requests_deleted as usize >= *budget {
             *budget = pacing.adapt(*budget, took);
         }
-        let pause = match step.step_time {
-            Some(_) => writer_pause(
-                took,
-                step.requests_deleted,
-                left,
-                deadline.map_or(Duration::ZERO, |d| {
-                    d.saturating_duration_since(Instant::now())
-                }),
-            ),
-            None => pacing.pause(took),
+        let pause = if pacing == WRITER {
+            let time_left = deadline.map_or(Duration::ZERO, |d| {
+                d.saturating_duration_since(Instant::now())
+            });
+            writer_pause(took, step.requests_deleted, left, time_left)
+        } else {
+            pacing.pause(took)
         };
         tracing::debug!(
             requests = step.requests_deleted,
@@ -271,8 +285,7 @@ mod tests {
     fn sqlite_steps_are_spaced_out_and_postgres_keeps_short_pauses() {
         let ms = Duration::from_millis;
         let us = Duration::from_micros;
-        // A step timed inside the writer: 50x the step, at least 40 ms.
-        assert_eq!(Pacing::of(Some(ms(1))), WRITER);
+        // A step of the writer: 50x the step, at least 40 ms.
         assert_eq!(WRITER.pause(us(300)), ms(40));
         assert_eq!(WRITER.pause(ms(2)), ms(100));
         // The budget grows while steps are short and shrinks when they are long.
@@ -286,7 +299,6 @@ mod tests {
         assert_eq!(WRITER.adapt(128, us(640)), 200);
         assert_eq!(WRITER.adapt(200, us(1250)), 160);
         // A round trip (PostgreSQL): three times the step.
-        assert_eq!(Pacing::of(None), ROUND_TRIP);
         assert_eq!(ROUND_TRIP.pause(ms(5)), ms(15));
     }
 
@@ -346,6 +358,8 @@ mod tests {
     async fn reaps_exactly_the_bins_expired_at_the_given_instant_in_small_steps() {
         let dir = tempfile::tempdir().unwrap();
         let (state, writer, _trigger) = AppState::for_tests(dir.path().join("reap.db")).await;
+        // SQLite's steps hold the writer: they are spaced out.
+        assert_eq!(Pacing::of(&state.store), WRITER);
         // (bin, expires_at, requests)
         let bins = [
             ("early", 1_000, 5),

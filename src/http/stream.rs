@@ -238,8 +238,8 @@ async fn feed(
         return;
     }
     // A live stream starts where the subscription does: what the engine may deliver from
-    // before it (PostgreSQL, `Subscription::start`) is not new.
-    let mut last_sent = last.or(start).unwrap_or(0);
+    // before it (`Subscription::start`) is not new.
+    let mut last_sent = last.unwrap_or(start);
     let filter = filter.as_ref();
     if last.is_some() && !replay(&state, &bin, filter, &mut last_sent, &tx).await {
         return;
@@ -450,14 +450,18 @@ mod tests {
             .collect()
     }
 
-    /// A stream whose client stops reading falls behind the bin's channel (256 commits), and
-    /// once read again gets what it missed from the recent batches in memory, not from the
-    /// database: every capture once, in order.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_stream_that_fell_behind_catches_up_from_the_recent_batches() {
+    /// A state over a new SQLite database with one bin; keep the rest alive for the test.
+    async fn state_with_bin() -> (
+        Arc<AppState>,
+        BinId,
+        (
+            crate::storage::Workers,
+            crate::shutdown::ShutdownTrigger,
+            tempfile::TempDir,
+        ),
+    ) {
         let dir = tempfile::tempdir().unwrap();
-        let (state, _writer, _trigger) = AppState::for_tests(dir.path().join("stream.db")).await;
-        let state = Arc::new(state);
+        let (state, writer, trigger) = AppState::for_tests(dir.path().join("stream.db")).await;
         let bin = BinId::new();
         let row = Bin {
             id: bin.as_str().into(),
@@ -468,15 +472,30 @@ mod tests {
             view_token_hash: None,
         };
         state.store.create_bin(row, None).await.unwrap();
+        (Arc::new(state), bin, (writer, trigger, dir))
+    }
 
-        let subscription = state.store.subscribe(bin.as_str()).await.unwrap();
+    /// Stores `n` captures in the bin, one commit each (each awaited).
+    async fn capture(state: &AppState, bin: &BinId, n: usize) {
+        for _ in 0..n {
+            let request = StoredRequest::sample::<&[u8]>(bin.as_str(), "", "", &[], b"x");
+            state.store_for_tests(request).await;
+        }
+    }
+
+    /// Feeds a live stream (no `Last-Event-ID`) of `subscription` into a queue of `room`
+    /// messages.
+    fn spawn_feed(
+        state: &Arc<AppState>,
+        bin: &BinId,
+        subscription: Subscription,
+        room: usize,
+    ) -> (tokio::task::JoinHandle<()>, mpsc::Receiver<Bytes>) {
         let slot = state
             .clients
             .take(std::net::Ipv4Addr::LOCALHOST.into(), Slot::Stream)
             .unwrap();
-        // Room for one message: the opening comment fills it, so the feed waits at its first
-        // write while the captures below go on.
-        let (tx, mut rx) = mpsc::channel(1);
+        let (tx, rx) = mpsc::channel(room);
         let feeding = tokio::spawn(feed(
             state.clone(),
             bin.clone(),
@@ -486,24 +505,64 @@ mod tests {
             tx,
             slot,
         ));
-        // One commit each (each awaited): 400 events on the channel, more than it keeps.
-        let captures = 400;
-        for _ in 0..captures {
-            let request = StoredRequest::sample::<&[u8]>(bin.as_str(), "", "", &[], b"x");
-            state.store_for_tests(request).await;
-        }
+        (feeding, rx)
+    }
 
+    /// Reads the stream until it has sent the request `last`; the ids of every request sent.
+    async fn read_through(rx: &mut mpsc::Receiver<Bytes>, last: i64) -> Vec<i64> {
         let mut text = String::new();
-        while request_ids(&text).last() != Some(&captures) {
+        while request_ids(&text).last() != Some(&last) {
             let frames = tokio::time::timeout(Duration::from_secs(10), rx.recv())
                 .await
                 .expect("the stream went quiet before the last capture")
                 .expect("the stream ended");
             text.push_str(std::str::from_utf8(&frames).unwrap());
         }
-        assert_eq!(request_ids(&text), (1..=captures).collect::<Vec<_>>());
+        request_ids(&text)
+    }
+
+    /// A stream whose client stops reading falls behind the bin's channel (256 commits), and
+    /// once read again gets what it missed from the recent batches in memory, not from the
+    /// database: every capture once, in order.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_stream_that_fell_behind_catches_up_from_the_recent_batches() {
+        let (state, bin, _keep) = state_with_bin().await;
+        let subscription = state.store.subscribe(bin.as_str()).await.unwrap();
+        // Room for one message: the opening comment fills it, so the feed waits at its first
+        // write while the captures below go on.
+        let (feeding, mut rx) = spawn_feed(&state, &bin, subscription, 1);
+        // One commit each: 400 events on the channel, more than it keeps.
+        capture(&state, &bin, 400).await;
+
+        assert_eq!(
+            read_through(&mut rx, 400).await,
+            (1..=400).collect::<Vec<_>>()
+        );
         assert!(state.metrics.stream_catchups.load(Ordering::Relaxed) >= 1);
         assert_eq!(state.metrics.stream_resyncs.load(Ordering::Relaxed), 0);
+        drop(rx);
+        feeding.await.unwrap();
+    }
+
+    /// A live stream that falls behind before its first event catches up from where it
+    /// subscribed: not from the bin's first request, and not with the batches another stream
+    /// of the bin kept in memory from before it opened.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_stream_that_fell_behind_at_once_sends_nothing_from_before_it_opened() {
+        let (state, bin, _keep) = state_with_bin().await;
+        // Another viewer keeps the bin's channel, and with it the recent batches of these.
+        let _other = state.store.subscribe(bin.as_str()).await.unwrap();
+        capture(&state, &bin, 5).await;
+        // Subscribed, then 400 commits before the feed reads its first event: it starts lagged.
+        let subscription = state.store.subscribe(bin.as_str()).await.unwrap();
+        capture(&state, &bin, 400).await;
+        let (feeding, mut rx) = spawn_feed(&state, &bin, subscription, 16);
+
+        assert_eq!(
+            read_through(&mut rx, 405).await,
+            (6..=405).collect::<Vec<_>>()
+        );
+        assert!(state.metrics.stream_catchups.load(Ordering::Relaxed) >= 1);
         drop(rx);
         feeding.await.unwrap();
     }

@@ -303,10 +303,10 @@ pub struct BinEntry {
 #[derive(Debug)]
 pub struct Subscription {
     pub events: tokio::sync::broadcast::Receiver<Event>,
-    /// PostgreSQL: the bin's newest id just before subscribing, where a live stream starts (ids
-    /// at or below it may arrive too, from another stream's catch-up). SQLite: `None`, nothing
-    /// from before the subscription arrives.
-    pub start: Option<i64>,
+    /// The bin's newest id just before subscribing: where a live stream starts, and the floor of
+    /// its catch-ups. Ids at or below it may still arrive (another stream's catch-up on
+    /// PostgreSQL; on SQLite, batches other streams of the bin kept in memory) and are not new.
+    pub start: i64,
 }
 
 /// A stored custom response, checked again. Headers an older hookbin accepted and this one
@@ -507,14 +507,20 @@ impl Store {
         dispatch!(self, s => s.search_requests(bin, before, limit, with_body, budget, keep).await)
     }
 
-    /// Subscribes an event stream to the bin's new captures. On PostgreSQL this reads the bin's
-    /// newest id (one query), which tells the node's listener where the stream begins, so that
-    /// after a lost LISTEN connection it catches the stream up from there.
+    /// Whether a reap step holds the only writer, so that every capture waits for it (SQLite):
+    /// the reaper then spaces its steps out and paces them by what is left to delete. On
+    /// PostgreSQL a step is a transaction beside the captures'.
+    pub fn reap_holds_the_writer(&self) -> bool {
+        matches!(self, Store::Sqlite(_))
+    }
+
+    /// Subscribes an event stream to the bin's new captures. Both engines read the bin's newest
+    /// id first (one query): the stream starts after it, and a stream that falls behind catches
+    /// up from there at the lowest, never from the bin's first request. On PostgreSQL it also
+    /// tells the node's listener where the stream begins, so that after a lost LISTEN connection
+    /// it catches the stream up from there.
     pub async fn subscribe(&self, bin: &str) -> Result<Subscription, StoreError> {
-        match self {
-            Store::Sqlite(s) => Ok(s.subscribe(bin)),
-            Store::Postgres(s) => s.subscribe(bin).await,
-        }
+        dispatch!(self, s => s.subscribe(bin).await)
     }
 
     /// Summaries with an id above `after`, oldest first (event-stream replay).

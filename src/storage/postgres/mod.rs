@@ -491,7 +491,7 @@ impl PgStore {
             .await?;
         Ok(Subscription {
             events: listen::subscribe(&self.shared, bin, newest),
-            start: Some(newest),
+            start: newest,
         })
     }
 

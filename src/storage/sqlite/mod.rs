@@ -135,12 +135,17 @@ impl SqliteStore {
     }
 
     /// The writer publishes each commit as it happens, so a plain subscription misses nothing
-    /// committed after it.
-    pub fn subscribe(&self, bin: &str) -> Subscription {
-        Subscription {
+    /// committed after it. The bin's newest id is read first: a capture committed between the
+    /// read and the subscription came before the stream and is not owed to it, while reading
+    /// after subscribing could take a capture the stream is owed as already sent. Without a
+    /// start, a stream that fell behind before its first event caught up from id 0: the whole
+    /// bin, or batches published before it subscribed, sent as new.
+    pub async fn subscribe(&self, bin: &str) -> Result<Subscription, StoreError> {
+        let newest = self.last_request_id(bin).await?;
+        Ok(Subscription {
             events: self.events.subscribe(bin),
-            start: None,
-        }
+            start: newest,
+        })
     }
 
     /// The live bin `id`, from memory. Expired bins count as absent.

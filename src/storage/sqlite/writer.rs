@@ -19,7 +19,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use rusqlite::{Connection, OptionalExtension, Params, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, Params, params};
 use tokio::sync::{mpsc, oneshot};
 
 use super::checkpoint::{WalSize, checkpoint};
@@ -154,14 +154,21 @@ pub fn run(
 /// Bytes of the database's pages in use: its size without the free pages that deleted rows left,
 /// which new rows reuse. So deleting bins (the reaper) makes room under `--max-db-bytes` even
 /// though the file does not shrink.
+///
+/// One cached statement over the pragmas' table-valued functions: `PRAGMA page_count` and its
+/// kind are prepared again by SQLite on every run, and outside a transaction each of them also
+/// opened a read transaction of its own (a WAL read lock, `fcntl` twice): three of them after
+/// every batch cost the writer 0.4 us a capture (perf, bench/RESULTS.md 2026-12-02).
+/// [`commit_batch`] runs it inside the batch's transaction, which sees what the commit will.
 pub fn live_bytes(conn: &Connection) -> rusqlite::Result<u64> {
-    // Cached: parsing the three statements again for every batch showed in the writer's profile.
-    let pragma = |name: &str| {
-        conn.prepare_cached(&format!("PRAGMA {name}"))?
-            .query_row([], |r| r.get::<_, i64>(0))
-    };
-    let pages = pragma("page_count")? - pragma("freelist_count")?;
-    Ok(pages.max(0) as u64 * pragma("page_size")?.max(0) as u64)
+    let bytes: i64 = conn
+        .prepare_cached(
+            "SELECT max(c.page_count - f.freelist_count, 0) * s.page_size
+               FROM pragma_page_count() AS c, pragma_freelist_count() AS f,
+                    pragma_page_size() AS s",
+        )?
+        .query_row([], |r| r.get(0))?;
+    Ok(bytes.max(0) as u64)
 }
 
 /// What one operation of a committed batch did.
@@ -195,8 +202,8 @@ fn commit_batch(conn: &mut Connection, batch: &mut Vec<Op>, events: &EventHub, u
         tracing::warn!(cause = %e, "a batch failed; redoing it with each operation isolated");
         run_batch(conn, batch, true)
     });
-    let mut outcomes = match outcomes {
-        Ok(outcomes) => outcomes,
+    let (mut outcomes, used_bytes) = match outcomes {
+        Ok(done) => done,
         Err(e) => {
             let full = crate::storage::is_disk_full(&e);
             let msg = e.to_string();
@@ -237,11 +244,10 @@ fn commit_batch(conn: &mut Connection, batch: &mut Vec<Op>, events: &EventHub, u
             progress.step_time = Some(took);
         }
     }
-    // Before answering, so that a capture sent after a delete's answer sees the room it made.
-    // Two header reads; `--max-db-bytes` and /metrics read the figure without a query.
-    match live_bytes(conn) {
-        Ok(bytes) => used.store(bytes, Ordering::Relaxed),
-        Err(e) => tracing::warn!(cause = %e, "cannot read the database's size"),
+    // Before answering, so that a capture sent after a delete's answer sees the room it made;
+    // `--max-db-bytes` and /metrics read the figure without a query.
+    if let Some(bytes) = used_bytes {
+        used.store(bytes, Ordering::Relaxed);
     }
     // Publish before answering: once a capture is acknowledged, live streams already have it,
     // so a stream opened after a 2xx never receives that older request as "new".
@@ -251,12 +257,33 @@ fn commit_batch(conn: &mut Connection, batch: &mut Vec<Op>, events: &EventHub, u
     }
 }
 
-/// One transaction over the whole batch; on `Err`, nothing of it is stored.
-fn run_batch(conn: &mut Connection, batch: &[Op], isolate: bool) -> rusqlite::Result<Outcomes> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let outcomes = execute(&tx, batch, isolate)?;
-    tx.commit()?;
-    Ok(outcomes)
+/// One transaction over the whole batch; on `Err`, nothing of it is stored. Also the bytes in
+/// use once it commits (`None` when they could not be read; the batch commits all the same).
+///
+/// BEGIN and COMMIT are cached statements: rusqlite's `Transaction` runs them through
+/// `execute_batch`, which parses them again for every batch.
+fn run_batch(
+    conn: &mut Connection,
+    batch: &[Op],
+    isolate: bool,
+) -> rusqlite::Result<(Outcomes, Option<u64>)> {
+    conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
+    let done = execute(conn, batch, isolate).and_then(|outcomes| {
+        // Before the commit, inside the transaction: no read transaction of its own.
+        let used = live_bytes(conn)
+            .inspect_err(|e| tracing::warn!(cause = %e, "cannot read the database's size"))
+            .ok();
+        conn.prepare_cached("COMMIT")?.execute([])?;
+        Ok((outcomes, used))
+    });
+    // Some errors (a full disk, I/O) end the transaction by themselves.
+    if done.is_err()
+        && !conn.is_autocommit()
+        && let Err(e) = conn.execute_batch("ROLLBACK")
+    {
+        tracing::warn!(cause = %e, "cannot roll back a failed batch");
+    }
+    done
 }
 
 /// Runs the operations in order. Without `isolate`, the first failure is returned and the
@@ -1142,6 +1169,34 @@ mod tests {
         cleared.blocking_recv().unwrap().unwrap();
         let after = live_bytes(&f.conn).unwrap();
         assert!(after < empty + 4 * 4096, "{empty} -> {full} -> {after}");
+    }
+
+    #[test]
+    fn a_committed_batch_reports_the_bytes_in_use_after_it() {
+        let mut f = Fixture::new();
+        let used = AtomicU64::new(0);
+        let (mut batch, waits): (Vec<_>, Vec<_>) = (0..20)
+            .map(|_| capture_with_body("POST", 1000, &noise(4000)))
+            .unzip();
+        commit_batch(&mut f.conn, &mut batch, &f.events, &used);
+        for w in waits {
+            outcome(w).unwrap();
+        }
+        // Read inside the transaction, it is what the committed file holds.
+        let full = live_bytes(&f.conn).unwrap();
+        assert_eq!(used.load(Ordering::Relaxed), full);
+        assert!(full >= 20 * 4000, "{full}");
+        let (reply, cleared) = oneshot::channel();
+        let mut clear = vec![Op::Other(Command::ClearRequests {
+            bin: BIN.into(),
+            reply,
+        })];
+        commit_batch(&mut f.conn, &mut clear, &f.events, &used);
+        cleared.blocking_recv().unwrap().unwrap();
+        assert_eq!(used.load(Ordering::Relaxed), live_bytes(&f.conn).unwrap());
+        assert!(used.load(Ordering::Relaxed) < full);
+        // No transaction is left open behind the batch.
+        assert!(f.conn.is_autocommit());
     }
 
     #[test]
