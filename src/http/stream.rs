@@ -544,6 +544,19 @@ mod tests {
         feeding.await.unwrap();
     }
 
+    /// A subscription made while the bin was being deleted ends like one the delete found:
+    /// the delete can close the bin's channel before the subscription makes a new one.
+    #[tokio::test]
+    async fn a_subscription_to_a_bin_deleted_meanwhile_is_closed() {
+        let (state, bin, _keep) = state_with_bin().await;
+        assert!(state.store.delete_bin(bin.as_str()).await.unwrap());
+        let mut subscription = state.store.subscribe(bin.as_str()).await.unwrap();
+        assert!(matches!(
+            subscription.events.try_recv(),
+            Err(broadcast::error::TryRecvError::Closed)
+        ));
+    }
+
     /// A live stream that falls behind before its first event catches up from where it
     /// subscribed: not from the bin's first request, and not with the batches another stream
     /// of the bin kept in memory from before it opened.

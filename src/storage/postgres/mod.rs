@@ -489,8 +489,15 @@ impl PgStore {
         let newest = self
             .with_client("stream start", async |c| read::newest_id(&*c, bin).await)
             .await?;
+        let events = listen::subscribe(&self.shared, bin, newest);
+        // A delete that closed the bin's channel before this subscription made a new one
+        // would leave the stream waiting for good: the bin is forgotten before its delete, so
+        // look it up again (any expiry: the reaper closes expired bins) and close it if gone.
+        if self.find_bin(bin, i64::MIN).await?.is_none() {
+            self.shared.events.close(bin);
+        }
         Ok(Subscription {
-            events: listen::subscribe(&self.shared, bin, newest),
+            events,
             start: newest,
         })
     }
