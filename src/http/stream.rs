@@ -84,7 +84,8 @@ pub async fn stream(
     bin: &BinId,
     conn: &ConnInfo,
 ) -> Result<Response<crate::web::body::Body>, ApiError> {
-    bins::live(state, bin, now_ms()).await?;
+    let now = now_ms();
+    bins::live(state, bin, now).await?;
     let last = last_event_id(req)?;
     let filter = stream_filter(req)?;
     // Held by the feeding task: the client's stream count drops when the stream ends.
@@ -108,7 +109,7 @@ pub async fn stream(
     };
     // Before the response: a capture its client makes once the stream is open must come after
     // the subscription's start.
-    let subscription = state.store.subscribe(bin.as_str()).await?;
+    let subscription = state.store.subscribe(bin.as_str(), now).await?;
     let (tx, rx) = mpsc::channel::<Bytes>(STREAM_QUEUE);
     state.tasks.spawn(feed(
         state.clone(),
@@ -527,7 +528,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_stream_that_fell_behind_catches_up_from_the_recent_batches() {
         let (state, bin, _keep) = state_with_bin().await;
-        let subscription = state.store.subscribe(bin.as_str()).await.unwrap();
+        let subscription = state.store.subscribe(bin.as_str(), 0).await.unwrap();
         // Room for one message: the opening comment fills it, so the feed waits at its first
         // write while the captures below go on.
         let (feeding, mut rx) = spawn_feed(&state, &bin, subscription, 1);
@@ -544,16 +545,27 @@ mod tests {
         feeding.await.unwrap();
     }
 
-    /// A subscription made while the bin was being deleted ends like one the delete found:
-    /// the delete can close the bin's channel before the subscription makes a new one.
+    /// A subscription made while the bin was being deleted (or reaped) ends like one the delete
+    /// found: the delete can close the bin's channel before the subscription makes a new one.
     #[tokio::test]
-    async fn a_subscription_to_a_bin_deleted_meanwhile_is_closed() {
+    async fn a_subscription_to_a_bin_gone_meanwhile_is_closed() {
+        use broadcast::error::TryRecvError;
         let (state, bin, _keep) = state_with_bin().await;
-        assert!(state.store.delete_bin(bin.as_str()).await.unwrap());
-        let mut subscription = state.store.subscribe(bin.as_str()).await.unwrap();
+        let mut live = state.store.subscribe(bin.as_str(), 0).await.unwrap();
+        assert!(matches!(live.events.try_recv(), Err(TryRecvError::Empty)));
+        // Expired at `now` (the reaper's to delete): closed, for every stream of the bin.
+        let mut expired = state.store.subscribe(bin.as_str(), i64::MAX).await.unwrap();
         assert!(matches!(
-            subscription.events.try_recv(),
-            Err(broadcast::error::TryRecvError::Closed)
+            expired.events.try_recv(),
+            Err(TryRecvError::Closed)
+        ));
+        assert!(matches!(live.events.try_recv(), Err(TryRecvError::Closed)));
+        // Deleted.
+        assert!(state.store.delete_bin(bin.as_str()).await.unwrap());
+        let mut deleted = state.store.subscribe(bin.as_str(), 0).await.unwrap();
+        assert!(matches!(
+            deleted.events.try_recv(),
+            Err(TryRecvError::Closed)
         ));
     }
 
@@ -564,10 +576,10 @@ mod tests {
     async fn a_stream_that_fell_behind_at_once_sends_nothing_from_before_it_opened() {
         let (state, bin, _keep) = state_with_bin().await;
         // Another viewer keeps the bin's channel, and with it the recent batches of these.
-        let _other = state.store.subscribe(bin.as_str()).await.unwrap();
+        let _other = state.store.subscribe(bin.as_str(), 0).await.unwrap();
         capture(&state, &bin, 5).await;
         // Subscribed, then 400 commits before the feed reads its first event: it starts lagged.
-        let subscription = state.store.subscribe(bin.as_str()).await.unwrap();
+        let subscription = state.store.subscribe(bin.as_str(), 0).await.unwrap();
         capture(&state, &bin, 400).await;
         let (feeding, mut rx) = spawn_feed(&state, &bin, subscription, 16);
 

@@ -518,9 +518,10 @@ impl Store {
     /// id first (one query): the stream starts after it, and a stream that falls behind catches
     /// up from there at the lowest, never from the bin's first request. On PostgreSQL it also
     /// tells the node's listener where the stream begins, so that after a lost LISTEN connection
-    /// it catches the stream up from there.
-    pub async fn subscribe(&self, bin: &str) -> Result<Subscription, StoreError> {
-        dispatch!(self, s => s.subscribe(bin).await)
+    /// it catches the stream up from there. A bin gone or expired at `now` once subscribed (a
+    /// delete or the reaper got there first) has its channel closed: the stream ends at once.
+    pub async fn subscribe(&self, bin: &str, now: i64) -> Result<Subscription, StoreError> {
+        dispatch!(self, s => s.subscribe(bin, now).await)
     }
 
     /// Summaries with an id above `after`, oldest first (event-stream replay).

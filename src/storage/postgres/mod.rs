@@ -485,15 +485,15 @@ impl PgStore {
     /// on, including a catch-up after a lost connection, continues from there at the latest.
     /// Read after subscribing instead, a capture committed in between could be taken as
     /// already published.
-    pub async fn subscribe(&self, bin: &str) -> Result<Subscription, StoreError> {
+    pub async fn subscribe(&self, bin: &str, now: i64) -> Result<Subscription, StoreError> {
         let newest = self
             .with_client("stream start", async |c| read::newest_id(&*c, bin).await)
             .await?;
         let events = listen::subscribe(&self.shared, bin, newest);
-        // A delete that closed the bin's channel before this subscription made a new one
-        // would leave the stream waiting for good: the bin is forgotten before its delete, so
-        // look it up again (any expiry: the reaper closes expired bins) and close it if gone.
-        if self.find_bin(bin, i64::MIN).await?.is_none() {
+        // A delete or reap that closed the bin's channel before this subscription made a new
+        // one would leave the stream waiting for good: the bin is forgotten before its delete
+        // (and a reaped bin has expired), so look it up again and close it if it is gone.
+        if self.find_bin(bin, now).await?.is_none() {
             self.shared.events.close(bin);
         }
         Ok(Subscription {

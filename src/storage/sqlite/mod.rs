@@ -143,18 +143,13 @@ impl SqliteStore {
     ///
     /// A delete of the bin that closed its channel while the id was read would leave the channel
     /// this makes open for good, and the stream waiting for events that never come. The bin is
-    /// forgotten here before its delete is written (and a reaped bin has expired), so a bin
-    /// still known after subscribing is closed by its delete later; one no longer known has its
-    /// channel closed now, and the stream ends as if the delete had found it.
-    pub async fn subscribe(&self, bin: &str) -> Result<Subscription, StoreError> {
+    /// forgotten here before its delete is written, and a reaped bin has expired, so a bin still
+    /// live at `now` after subscribing is closed by its delete or its reap later; one that is not
+    /// has its channel closed now, and the stream ends as if the delete had found it.
+    pub async fn subscribe(&self, bin: &str, now: i64) -> Result<Subscription, StoreError> {
         let newest = self.last_request_id(bin).await?;
         let events = self.events.subscribe(bin);
-        let known = self
-            .bins
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .contains_key(bin);
-        if !known {
+        if self.bin_entry(bin, now).is_none() {
             self.events.close(bin);
         }
         Ok(Subscription {
