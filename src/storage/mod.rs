@@ -518,10 +518,19 @@ impl Store {
     /// id first (one query): the stream starts after it, and a stream that falls behind catches
     /// up from there at the lowest, never from the bin's first request. On PostgreSQL it also
     /// tells the node's listener where the stream begins, so that after a lost LISTEN connection
-    /// it catches the stream up from there. A bin gone or expired at `now` once subscribed (a
-    /// delete or the reaper got there first) has its channel closed: the stream ends at once.
+    /// it catches the stream up from there.
+    ///
+    /// A delete or reap that closed the bin's channel before this subscription made a new one
+    /// would leave the stream waiting for events that never come. Both engines forget a bin
+    /// before its delete is written, and a reaped bin has expired, so the bin is looked up again
+    /// once subscribed: one still live at `now` is closed by its delete or reap later, one that
+    /// is not has its channel closed now, and the stream ends as if the delete had found it.
     pub async fn subscribe(&self, bin: &str, now: i64) -> Result<Subscription, StoreError> {
-        dispatch!(self, s => s.subscribe(bin, now).await)
+        let subscription = dispatch!(self, s => s.subscribe(bin).await)?;
+        if self.find_bin(bin, now).await?.is_none() {
+            dispatch!(self, s => s.events().close(bin));
+        }
+        Ok(subscription)
     }
 
     /// Summaries with an id above `after`, oldest first (event-stream replay).

@@ -485,21 +485,19 @@ impl PgStore {
     /// on, including a catch-up after a lost connection, continues from there at the latest.
     /// Read after subscribing instead, a capture committed in between could be taken as
     /// already published.
-    pub async fn subscribe(&self, bin: &str, now: i64) -> Result<Subscription, StoreError> {
+    pub async fn subscribe(&self, bin: &str) -> Result<Subscription, StoreError> {
         let newest = self
             .with_client("stream start", async |c| read::newest_id(&*c, bin).await)
             .await?;
-        let events = listen::subscribe(&self.shared, bin, newest);
-        // A delete or reap that closed the bin's channel before this subscription made a new
-        // one would leave the stream waiting for good: the bin is forgotten before its delete
-        // (and a reaped bin has expired), so look it up again and close it if it is gone.
-        if self.find_bin(bin, now).await?.is_none() {
-            self.shared.events.close(bin);
-        }
         Ok(Subscription {
-            events,
+            events: listen::subscribe(&self.shared, bin, newest),
             start: newest,
         })
+    }
+
+    /// Where the listener publishes commits and deleted bins are closed.
+    pub fn events(&self) -> &EventHub {
+        &self.shared.events
     }
 
     pub async fn requests_after(

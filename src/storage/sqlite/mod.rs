@@ -140,22 +140,17 @@ impl SqliteStore {
     /// after subscribing could take a capture the stream is owed as already sent. Without a
     /// start, a stream that fell behind before its first event caught up from id 0: the whole
     /// bin, or batches published before it subscribed, sent as new.
-    ///
-    /// A delete of the bin that closed its channel while the id was read would leave the channel
-    /// this makes open for good, and the stream waiting for events that never come. The bin is
-    /// forgotten here before its delete is written, and a reaped bin has expired, so a bin still
-    /// live at `now` after subscribing is closed by its delete or its reap later; one that is not
-    /// has its channel closed now, and the stream ends as if the delete had found it.
-    pub async fn subscribe(&self, bin: &str, now: i64) -> Result<Subscription, StoreError> {
+    pub async fn subscribe(&self, bin: &str) -> Result<Subscription, StoreError> {
         let newest = self.last_request_id(bin).await?;
-        let events = self.events.subscribe(bin);
-        if self.bin_entry(bin, now).is_none() {
-            self.events.close(bin);
-        }
         Ok(Subscription {
-            events,
+            events: self.events.subscribe(bin),
             start: newest,
         })
+    }
+
+    /// Where the writer publishes commits and closes deleted bins.
+    pub fn events(&self) -> &EventHub {
+        &self.events
     }
 
     /// The live bin `id`, from memory. Expired bins count as absent.
