@@ -331,10 +331,12 @@ pub async fn delete_request(state: &AppState, bin: &BinId, id: RequestId) -> Res
 
 /// Records a capture: queues it for the writer without waiting for room (a full queue is an
 /// error at once, so a flood gets 503s instead of growing memory) and waits for its commit.
+/// `header_lines`: the request's header lines in their stored form (its `headers` are empty);
 /// `response_json`: the answer it gets, as stored. The request id once committed.
 pub async fn record(
     state: &AppState,
     request: StoredRequest,
+    header_lines: Vec<u8>,
     response_json: Arc<str>,
 ) -> Result<RequestId, Error> {
     let config = &state.config;
@@ -354,8 +356,9 @@ pub async fn record(
     }
     let pending = state
         .store
-        .try_capture(
+        .try_capture_lines(
             request,
+            header_lines,
             Some(response_json),
             config.max_requests_per_bin,
             config.max_bin_bytes,

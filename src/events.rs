@@ -197,6 +197,17 @@ impl EventHub {
         }
     }
 
+    /// Whether any bin has a channel (so a writer can skip asking [`EventHub::is_watched`] of
+    /// every capture in a batch). Asked after the batch's commit, like `is_watched`: a stream
+    /// that subscribes later reads that commit from the database.
+    pub fn watches_any(&self) -> bool {
+        !self
+            .channels
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_empty()
+    }
+
     /// Whether a stream listens to `bin` (so the writer can skip building unused summaries).
     pub fn is_watched(&self, bin: &str) -> bool {
         let channels = self.channels.lock().unwrap_or_else(|e| e.into_inner());

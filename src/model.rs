@@ -33,6 +33,56 @@ pub fn find_header<'a>(headers: &'a [HeaderPair], name: &str) -> Option<&'a Head
     headers.iter().find(|h| h.name.eq_ignore_ascii_case(name))
 }
 
+/// Header lines in their stored form, one buffer (the `headers` column, `storage::headers`):
+/// per line, the name's length (u32 LE), the name's bytes, the value's length (u32 LE), the
+/// value's bytes. The capture path writes a request's lines straight into it as they are read
+/// (`rawhead`), without a [`HeaderPair`] and its two allocations per line.
+pub mod header_lines {
+    /// Appends one line.
+    pub fn push(blob: &mut Vec<u8>, name: &[u8], value: &[u8]) {
+        blob.extend_from_slice(&(name.len() as u32).to_le_bytes());
+        blob.extend_from_slice(name);
+        blob.extend_from_slice(&(value.len() as u32).to_le_bytes());
+        blob.extend_from_slice(value);
+    }
+
+    /// The bytes [`push`] adds for a line.
+    pub fn size(name: &[u8], value: &[u8]) -> usize {
+        8 + name.len() + value.len()
+    }
+
+    /// Takes the first line off `blob`: `(name, value)`, `None` when `blob` is empty or not in
+    /// the layout (a damaged database row).
+    pub fn next<'a>(blob: &mut &'a [u8]) -> Option<(&'a [u8], &'a [u8])> {
+        fn take<'a>(blob: &mut &'a [u8]) -> Option<&'a [u8]> {
+            let (len, rest) = blob.split_first_chunk::<4>()?;
+            let len = u32::from_le_bytes(*len) as usize;
+            if rest.len() < len {
+                return None;
+            }
+            let (field, rest) = rest.split_at(len);
+            *blob = rest;
+            Some(field)
+        }
+        let mut rest = *blob;
+        let name = take(&mut rest)?;
+        let value = take(&mut rest)?;
+        *blob = rest;
+        Some((name, value))
+    }
+
+    /// The value of the first line called `name` (ASCII case-insensitive), as
+    /// [`super::find_header`] finds it.
+    pub fn find<'a>(mut blob: &'a [u8], name: &str) -> Option<&'a [u8]> {
+        while let Some((n, v)) = next(&mut blob) {
+            if n.eq_ignore_ascii_case(name.as_bytes()) {
+                return Some(v);
+            }
+        }
+        None
+    }
+}
+
 /// A bin as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Bin {
@@ -219,5 +269,46 @@ impl From<&StoredRequest> for RequestSummary {
             remote_addr: r.remote_addr.clone(),
             received_at: r.received_at,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_lines_keep_order_case_and_bytes_and_find_the_first() {
+        let mut blob = Vec::new();
+        let lines: [(&[u8], &[u8]); 4] = [
+            (b"X-A", b"1"),
+            (b"Content-TYPE", b"text/first"),
+            (b"content-type", b"text/second"),
+            (b"Bin", b"\xff\x00\n"),
+        ];
+        for (name, value) in lines {
+            header_lines::push(&mut blob, name, value);
+        }
+        let size: usize = lines.iter().map(|(n, v)| header_lines::size(n, v)).sum();
+        assert_eq!(blob.len(), size);
+        let mut rest = blob.as_slice();
+        for expected in lines {
+            assert_eq!(header_lines::next(&mut rest), Some(expected));
+        }
+        assert_eq!(header_lines::next(&mut rest), None);
+        assert_eq!(
+            header_lines::find(&blob, "content-type"),
+            Some(&b"text/first"[..])
+        );
+        assert_eq!(header_lines::find(&blob, "x-b"), None);
+        // A damaged blob ends the lines where it stops making sense, and is left as it was.
+        let mut cut = &blob[..blob.len() - 1];
+        let mut n = 0;
+        while header_lines::next(&mut cut).is_some() {
+            n += 1;
+        }
+        assert_eq!(
+            (n, cut.len()),
+            (3, header_lines::size(b"Bin", b"\xff\x00\n") - 1)
+        );
     }
 }

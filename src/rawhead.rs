@@ -19,17 +19,60 @@ use std::task::{Context, Poll, ready};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-use crate::model::HeaderPair;
+use crate::model::{HeaderPair, header_lines};
 
-/// One request head as it arrived.
+/// One request head as it arrived: its header lines already in their stored form
+/// ([`crate::model::header_lines`]), so that a capture stores them without another copy, and the
+/// request line's method and target, in one buffer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RawHead {
-    pub method: String,
-    /// The request target as sent: `/r/abc/x?y=1`, or absolute form.
-    pub target: String,
-    pub headers: Vec<HeaderPair>,
+    /// The header lines (stored form), then the method, then the target.
+    bytes: Vec<u8>,
+    /// Where the method starts in `bytes`.
+    lines_end: usize,
+    /// Where the target starts in `bytes`.
+    method_end: usize,
     /// Bytes of the head, request line and final blank line included.
     pub len: usize,
+}
+
+impl RawHead {
+    pub fn method(&self) -> &str {
+        // Both were `&str` when they were copied in.
+        std::str::from_utf8(&self.bytes[self.lines_end..self.method_end]).unwrap_or_default()
+    }
+
+    /// The request target as sent: `/r/abc/x?y=1`, or absolute form.
+    pub fn target(&self) -> &str {
+        std::str::from_utf8(&self.bytes[self.method_end..]).unwrap_or_default()
+    }
+
+    /// The header lines in their stored form.
+    pub fn header_lines(&self) -> &[u8] {
+        &self.bytes[..self.lines_end]
+    }
+
+    /// The header lines in their stored form, without a copy.
+    pub fn into_header_lines(self) -> Vec<u8> {
+        let mut bytes = self.bytes;
+        bytes.truncate(self.lines_end);
+        bytes
+    }
+
+    /// The header lines as pairs, in order (for tests and the fuzz target).
+    pub fn headers(&self) -> Vec<HeaderPair> {
+        let mut lines = self.header_lines();
+        let mut pairs = Vec::new();
+        while let Some((name, value)) = header_lines::next(&mut lines) {
+            pairs.push(HeaderPair::new(String::from_utf8_lossy(name), value));
+        }
+        pairs
+    }
+
+    fn is(&self, method: &str, target: &str) -> bool {
+        self.bytes[self.lines_end..self.method_end] == *method.as_bytes()
+            && self.bytes[self.method_end..] == *target.as_bytes()
+    }
 }
 
 /// Shared between a connection's [`TappedStream`] and its service.
@@ -68,7 +111,7 @@ impl HeadTap {
     pub fn take(&self, method: &str, target: &str) -> Option<RawHead> {
         let mut t = self.tracker.lock().unwrap_or_else(|e| e.into_inner());
         let head = t.ready.pop_front()?;
-        if head.method == method && head.target == target {
+        if head.is(method, target) {
             Some(head)
         } else {
             tracing::debug!("header-order tap lost track of the connection; using HeaderMap order");
@@ -164,10 +207,20 @@ impl Tracker {
         if rest.is_empty() {
             return Some(blank);
         }
+        // A head that arrives whole in one read (the usual case) is parsed where it lies;
+        // only a head split over reads is gathered in `buf`.
         let old = self.buf.len();
-        self.buf.extend_from_slice(rest);
-        match parse_head(&self.buf) {
+        let parsed = if old == 0 {
+            parse_head(rest)
+        } else {
+            self.buf.extend_from_slice(rest);
+            parse_head(&self.buf)
+        };
+        match parsed {
             Parsed::Partial => {
+                if old == 0 {
+                    self.buf.extend_from_slice(rest);
+                }
                 if self.buf.len() > self.max_head {
                     self.give_up();
                 }
@@ -309,25 +362,32 @@ fn complete(req: &httparse::Request<'_, '_>, len: usize) -> Parsed {
     let (Some(method), Some(target)) = (req.method, req.path) else {
         return Parsed::Invalid;
     };
-    let headers: Vec<HeaderPair> = req
-        .headers
-        .iter()
-        .map(|h| HeaderPair::new(h.name, h.value))
-        .collect();
-    let Some(framing) = framing(&headers) else {
+    let Some(framing) = framing(req.headers) else {
         return Parsed::Invalid;
     };
+    // One allocation for the whole head.
+    let lines: usize = req
+        .headers
+        .iter()
+        .map(|h| header_lines::size(h.name.as_bytes(), h.value))
+        .sum();
+    let mut bytes = Vec::with_capacity(lines + method.len() + target.len());
+    for h in req.headers.iter() {
+        header_lines::push(&mut bytes, h.name.as_bytes(), h.value);
+    }
+    bytes.extend_from_slice(method.as_bytes());
+    bytes.extend_from_slice(target.as_bytes());
     let head = RawHead {
-        method: method.to_owned(),
-        target: target.to_owned(),
-        headers,
+        bytes,
+        lines_end: lines,
+        method_end: lines + method.len(),
         len,
     };
     Parsed::Complete(head, framing)
 }
 
 /// `None` for framing hyper would reject (so the connection ends anyway) or the tap cannot follow.
-fn framing(headers: &[HeaderPair]) -> Option<Framing> {
+fn framing(headers: &[httparse::Header<'_>]) -> Option<Framing> {
     let mut te_seen = false;
     let mut last_te = Vec::new();
     let mut length: Option<u64> = None;
@@ -418,7 +478,7 @@ mod tests {
     use super::*;
 
     fn names(h: &RawHead) -> Vec<(String, String)> {
-        h.headers
+        h.headers()
             .iter()
             .map(|p| (p.name.clone(), p.value_lossy().into_owned()))
             .collect()
@@ -448,8 +508,8 @@ mod tests {
     fn keeps_order_case_and_duplicates() {
         let heads = heads_of(b"POST /r/x?q=1 HTTP/1.1\r\nHost: h\r\nX-B: 1\r\nx-a: 2\r\nX-B: 3\r\nContent-Length: 3\r\n\r\nabc");
         assert_eq!(heads.len(), 1);
-        assert_eq!(heads[0].method, "POST");
-        assert_eq!(heads[0].target, "/r/x?q=1");
+        assert_eq!(heads[0].method(), "POST");
+        assert_eq!(heads[0].target(), "/r/x?q=1");
         let expected = [
             ("Host", "h"),
             ("X-B", "1"),
@@ -474,9 +534,9 @@ mod tests {
         input.extend_from_slice(b"PATCH /c HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5;ext=1\r\nGET /\r\n0\r\nTrailer: x\r\n\r\n");
         input.extend_from_slice(b"PROPFIND /d HTTP/1.0\r\n\r\n");
         let heads = heads_of(&input);
-        let methods: Vec<&str> = heads.iter().map(|h| h.method.as_str()).collect();
+        let methods: Vec<&str> = heads.iter().map(|h| h.method()).collect();
         assert_eq!(methods, ["PUT", "DELETE", "PATCH", "PROPFIND"]);
-        assert_eq!(heads[3].target, "/d");
+        assert_eq!(heads[3].target(), "/d");
     }
 
     #[test]
@@ -488,7 +548,7 @@ mod tests {
         input.extend_from_slice(data);
         input.extend_from_slice(b"\r\n0\r\n\r\nGET /next HTTP/1.1\r\n\r\n");
         let heads = heads_of(&input);
-        let targets: Vec<&str> = heads.iter().map(|h| h.target.as_str()).collect();
+        let targets: Vec<&str> = heads.iter().map(|h| h.target()).collect();
         assert_eq!(targets, ["/a", "/next"]);
     }
 
@@ -513,7 +573,7 @@ mod tests {
     fn take_checks_the_request_line() {
         let tap = HeadTap::new(1 << 20);
         tap.feed(b"GET /a HTTP/1.1\r\n\r\nGET /b HTTP/1.1\r\n\r\n");
-        assert_eq!(tap.take("GET", "/a").unwrap().target, "/a");
+        assert_eq!(tap.take("GET", "/a").unwrap().target(), "/a");
         assert!(tap.take("GET", "/c").is_none());
         // Lost track: nothing more is offered.
         assert!(tap.take("GET", "/b").is_none());
@@ -529,8 +589,9 @@ mod tests {
         let mut t = Tracker::new(1 << 20);
         t.feed(&input);
         let head = t.ready.pop_front().unwrap();
-        assert_eq!(head.headers.len(), 201);
-        assert_eq!(head.headers[200].value, b"caf\xe9");
+        let headers = head.headers();
+        assert_eq!(headers.len(), 201);
+        assert_eq!(headers[200].value, b"caf\xe9");
         assert_eq!(head.len, input.len());
     }
 }

@@ -280,9 +280,11 @@ async fn serve_connection(
     });
     let conn = builder.serve_connection(io, service);
     tokio::pin!(conn);
+    // Polled at every wake-up of the connection, so a signal of its own.
+    let stop = state.shutdown.for_connection();
     let result = tokio::select! {
         result = conn.as_mut() => result,
-        _ = state.shutdown.triggered() => {
+        _ = stop.triggered() => {
             conn.as_mut().graceful_shutdown();
             match tokio::time::timeout(GRACE, conn.as_mut()).await {
                 Ok(result) => result,

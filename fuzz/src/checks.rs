@@ -98,7 +98,7 @@ pub fn rawhead(data: &[u8]) {
     for head in &heads {
         assert!(head.len > 0 && head.len <= stream.len(), "{head:?}");
         total += head.len;
-        for h in &head.headers {
+        for h in &head.headers() {
             assert!(wire::is_token(&h.name), "header name {:?}", h.name);
         }
     }

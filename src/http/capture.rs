@@ -5,13 +5,15 @@
 //! only after the row is committed: a 2xx that is later missing would be data loss.
 
 use std::ops::ControlFlow;
+use std::pin::Pin;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, LazyLock};
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http_body_util::BodyExt;
-use hyper::body::Incoming;
+use hyper::body::{Body as _, Frame, Incoming};
 use hyper::header::{
     ACCEPT, ACCESS_CONTROL_ALLOW_HEADERS, ACCESS_CONTROL_ALLOW_METHODS,
     ACCESS_CONTROL_ALLOW_ORIGIN, ACCESS_CONTROL_EXPOSE_HEADERS, ACCESS_CONTROL_MAX_AGE, CONNECTION,
@@ -24,7 +26,7 @@ use crate::bins;
 use crate::clock::now_ms;
 use crate::ids::{BinId, RequestId};
 use crate::limits::BodyMemory;
-use crate::model::{HeaderPair, ResponseRecord, StoredRequest};
+use crate::model::{ResponseRecord, StoredRequest, header_lines};
 use crate::rawhead::RawHead;
 use crate::response::{MAX_DELAY_MS, ResponseSpec};
 use crate::state::AppState;
@@ -64,8 +66,9 @@ pub async fn capture(
     // The answer is decided before the commit, so that the request records exactly what it is
     // sent (issue 12); only a custom delay is waited out after the commit.
     let (res, delay_ms, record) = decide_answer(state, conn, response.as_deref(), &parts, &read);
-    let request = stored_request(state, conn, bin, &parts, raw, &mut read, received_at);
-    let request_id = match bins::record(state, request, record).await {
+    let (request, header_lines) =
+        stored_request(state, conn, bin, &parts, raw, &mut read, received_at);
+    let request_id = match bins::record(state, request, header_lines, record).await {
         Ok(id) => id,
         Err(e) => return ApiError::from(e).into_response(),
     };
@@ -241,9 +244,10 @@ fn body_refusal(state: &AppState, bin: &BinId, e: BodyError) -> Response<Body> {
     }
 }
 
-/// Step 3: the row to store, exactly as received: header pairs from the raw head (order, case
-/// and bytes as sent), the body's bytes untouched. Takes the bytes out of `read`; its counts
-/// stay there for the answer.
+/// Step 3: the row to store, exactly as received: the header lines from the raw head (order,
+/// case and bytes as sent; in their stored form, [`crate::model::header_lines`], beside a
+/// request whose `headers` are empty), the body's bytes untouched. Takes the bytes out of
+/// `read`; its counts stay there for the answer.
 fn stored_request(
     state: &AppState,
     conn: &ConnInfo,
@@ -252,25 +256,36 @@ fn stored_request(
     raw: Option<RawHead>,
     read: &mut ReadBody,
     received_at: i64,
-) -> StoredRequest {
-    let headers = match raw {
-        Some(head) => head.headers,
+) -> (StoredRequest, Vec<u8>) {
+    let lines = match raw {
+        Some(head) => head.into_header_lines(),
         // The tap lost track of this connection: HeaderMap order (grouped by name, lowercase).
-        None => parts
-            .headers
-            .iter()
-            .map(|(n, v)| HeaderPair::new(n.as_str(), v.as_bytes()))
-            .collect(),
+        None => {
+            let pairs = || {
+                parts
+                    .headers
+                    .iter()
+                    .map(|(n, v)| (n.as_str(), v.as_bytes()))
+            };
+            let size = pairs()
+                .map(|(n, v)| header_lines::size(n.as_bytes(), v))
+                .sum();
+            let mut lines = Vec::with_capacity(size);
+            for (n, v) in pairs() {
+                header_lines::push(&mut lines, n.as_bytes(), v);
+            }
+            lines
+        }
     };
     let path = parts.uri.path();
-    StoredRequest {
+    let request = StoredRequest {
         id: RequestId::PENDING,
         method: parts.method.as_str().to_owned(),
         path: path.to_owned(),
         subpath: subpath(path, &bin).to_owned(),
         bin_id: bin.into_string(),
         query: parts.uri.query().unwrap_or("").to_owned(),
-        headers,
+        headers: Vec::new(),
         body: std::mem::take(&mut read.bytes),
         // What arrived, never what the client declared: a cut body's size is the bytes received
         // before hookbin stopped reading (all of them when it read to the end).
@@ -280,7 +295,8 @@ fn stored_request(
         http_version: version_name(parts.version).to_owned(),
         received_at,
         response: None,
-    }
+    };
+    (request, lines)
 }
 
 /// The body of the default answer.
@@ -291,19 +307,24 @@ const DEFAULT_BODY: &str = "ok";
 /// answer goes through; a capture then clones its headers and shares its record's JSON instead
 /// of inserting five headers and making ten `String`s and the JSON each time.
 struct DefaultAnswer {
+    /// Its headers, then an `x-request-id` line for [`answer`] to fill in: in place, where it
+    /// would have appended it (a clone has no room for another line: appending reallocated).
     headers: HeaderMap,
     /// [`response_record`] of it, as stored.
     record: Arc<str>,
 }
 
+/// A typed name: a `&str` one is parsed on every insert.
+static X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
 static DEFAULT_ANSWER: LazyLock<DefaultAnswer> = LazyLock::new(|| {
     let mut res = body::text(StatusCode::OK, DEFAULT_BODY);
     add_cors(res.headers_mut(), &Method::POST, &HeaderMap::new());
     seal(&mut res);
-    DefaultAnswer {
-        record: response_record(&res, 0).to_json().into(),
-        headers: res.headers().clone(),
-    }
+    let record = response_record(&res, 0).to_json().into();
+    let mut headers = res.headers().clone();
+    headers.insert(&X_REQUEST_ID, HeaderValue::from_static("0"));
+    DefaultAnswer { headers, record }
 });
 
 /// Step 3, before the commit: the answer, 413 for a cut body, else the bin's custom response
@@ -381,8 +402,6 @@ async fn answer(
             size: read.received,
         });
     }
-    // A typed name: a `&str` one is parsed on every insert.
-    static X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
     res.headers_mut()
         .insert(&X_REQUEST_ID, HeaderValue::from(request_id.get()));
     res
@@ -394,7 +413,6 @@ async fn answer(
 /// ([`crate::model::ResponseRecord::headers_as_sent`]); hyper's `date`, and the `connection:
 /// close` it echoes to a client that asked for it, are not kept.
 fn response_record(res: &Response<Body>, delay_ms: u64) -> ResponseRecord {
-    use hyper::body::Body as _;
     let body_size = res.body().size_hint().exact().unwrap_or(0);
     let headers: Vec<(String, String)> = res
         .headers()
@@ -562,8 +580,17 @@ async fn read_body(
         complete: true,
     };
     loop {
-        let until = (tokio::time::Instant::now() + limits.idle).min(limits.deadline);
-        let frame = match tokio::time::timeout_at(until, body.frame()).await {
+        // A frame that is already there needs no timer and no look at the clock (the usual
+        // case: a small body arrives with its head); `timeout_at` would take it all the same,
+        // as it polls the body before its deadline.
+        let polled = match poll_once(&mut body).await {
+            Poll::Ready(frame) => Ok(frame),
+            Poll::Pending => {
+                let until = (tokio::time::Instant::now() + limits.idle).min(limits.deadline);
+                tokio::time::timeout_at(until, body.frame()).await
+            }
+        };
+        let frame = match polled {
             // A refused body needs no more bytes for its answer.
             Err(_) if read.refused => {
                 read.complete = false;
@@ -597,6 +624,12 @@ async fn read_body(
             return Ok(read);
         }
     }
+}
+
+/// The body's next frame if it is there now; `Pending` (with the task's waker registered)
+/// otherwise.
+async fn poll_once(body: &mut Incoming) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+    std::future::poll_fn(|cx| Poll::Ready(Pin::new(&mut *body).poll_frame(cx))).await
 }
 
 fn keep_up_to(read: &mut ReadBody, data: &Bytes, max: u64) {
@@ -772,11 +805,13 @@ mod tests {
             (record.status, record.body_size, record.delay_ms),
             (200, 2, 0)
         );
-        let sent: Vec<(String, String)> = default
+        let mut sent: Vec<(String, String)> = default
             .headers
             .iter()
             .map(|(n, v)| (n.to_string(), v.to_str().unwrap().to_owned()))
             .collect();
+        // The request's id goes last, filled in once it is known.
+        assert_eq!(sent.pop().unwrap().0, "x-request-id");
         assert_eq!(record.headers, sent);
         let names: Vec<&str> = record.headers.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(

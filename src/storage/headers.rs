@@ -4,40 +4,30 @@
 //! bytes. Bytes, not JSON, because a header value may legally contain bytes that are not UTF-8,
 //! and order and duplicates must survive exactly.
 
-use crate::model::HeaderPair;
+use crate::model::{HeaderPair, header_lines};
 
 pub fn encode(headers: &[HeaderPair]) -> Vec<u8> {
     let size = headers
         .iter()
-        .map(|h| 8 + h.name.len() + h.value.len())
+        .map(|h| header_lines::size(h.name.as_bytes(), &h.value))
         .sum();
     let mut out = Vec::with_capacity(size);
     for h in headers {
-        out.extend_from_slice(&(h.name.len() as u32).to_le_bytes());
-        out.extend_from_slice(h.name.as_bytes());
-        out.extend_from_slice(&(h.value.len() as u32).to_le_bytes());
-        out.extend_from_slice(&h.value);
+        header_lines::push(&mut out, h.name.as_bytes(), &h.value);
     }
     out
 }
 
 /// `None` when the blob is not in the layout above (a damaged database).
 pub fn decode(mut blob: &[u8]) -> Option<Vec<HeaderPair>> {
-    fn take<'a>(blob: &mut &'a [u8]) -> Option<&'a [u8]> {
-        let (len, rest) = blob.split_first_chunk::<4>()?;
-        let len = u32::from_le_bytes(*len) as usize;
-        if rest.len() < len {
-            return None;
-        }
-        let (field, rest) = rest.split_at(len);
-        *blob = rest;
-        Some(field)
-    }
     let mut headers = Vec::new();
     while !blob.is_empty() {
-        let name = String::from_utf8(take(&mut blob)?.to_vec()).ok()?;
-        let value = take(&mut blob)?.to_vec();
-        headers.push(HeaderPair { name, value });
+        let (name, value) = header_lines::next(&mut blob)?;
+        let name = String::from_utf8(name.to_vec()).ok()?;
+        headers.push(HeaderPair {
+            name,
+            value: value.to_vec(),
+        });
     }
     Some(headers)
 }

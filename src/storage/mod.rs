@@ -199,8 +199,9 @@ pub type CaptureReply = oneshot::Sender<(Result<CaptureOutcome, StoreError>, Box
 /// which is the bottleneck under load).
 #[derive(Debug)]
 pub struct NewCapture {
+    /// Without its header lines (`request.headers` is empty): they are in `headers_blob`.
     pub request: StoredRequest,
-    /// `headers::encode(&request.headers)`.
+    /// The header lines in their stored form ([`crate::model::header_lines`]).
     pub headers_blob: Vec<u8>,
     pub content_type: Option<String>,
     /// The answer sent to the capture, as stored ([`crate::model::ResponseRecord::to_json`]):
@@ -221,29 +222,100 @@ impl NewCapture {
         (self.request.body.len() + self.headers_blob.len()) as u64
     }
 
+    /// `request` without its header lines, which `headers_blob` holds.
     fn new(
         request: StoredRequest,
+        headers_blob: Vec<u8>,
         response_json: Option<Arc<str>>,
         max_per_bin: u64,
         max_bin_bytes: u64,
     ) -> Box<Self> {
+        debug_assert!(request.headers.is_empty());
         Box::new(NewCapture {
-            headers_blob: headers::encode(&request.headers),
             // PostgreSQL's text cannot hold NUL: the list column gets U+FFFD instead (the
             // header itself is kept byte-exact in the headers column).
-            content_type: request.content_type().map(|t| {
+            content_type: Self::content_type_of(&headers_blob).map(|t| {
                 if t.contains('\0') {
                     t.replace('\0', "\u{fffd}")
                 } else {
                     t
                 }
             }),
+            headers_blob,
             response_json,
             packed_body: None,
             request,
             max_per_bin,
             max_bin_bytes,
         })
+    }
+
+    /// The first `Content-Type` value as text, as [`StoredRequest::content_type`] reads it.
+    fn content_type_of(headers_blob: &[u8]) -> Option<String> {
+        crate::model::header_lines::find(headers_blob, "content-type")
+            .map(|v| String::from_utf8_lossy(v).into_owned())
+    }
+
+    /// What live streams are told of this capture once it is stored as `id` (the
+    /// [`RequestSummary`] of the request with its headers).
+    pub fn summary(&self, id: i64) -> RequestSummary {
+        let r = &self.request;
+        RequestSummary {
+            id: crate::ids::RequestId::from_row(id),
+            bin_id: r.bin_id.clone(),
+            method: r.method.clone(),
+            path: r.path.clone(),
+            subpath: r.subpath.clone(),
+            query: r.query.clone(),
+            content_type: Self::content_type_of(&self.headers_blob),
+            body_size: r.body_size,
+            body_truncated: r.body_truncated,
+            remote_addr: r.remote_addr.clone(),
+            received_at: r.received_at,
+        }
+    }
+}
+
+#[cfg(test)]
+mod new_capture_tests {
+    use super::*;
+
+    #[test]
+    fn the_content_type_and_the_summary_come_from_the_header_lines() {
+        let request = StoredRequest::sample::<&[u8]>(
+            "b",
+            "/x",
+            "q=1",
+            &[
+                ("X-A", &b"1"[..]),
+                ("Content-TYPE", &b"text/a\xff"[..]),
+                ("content-type", &b"text/b"[..]),
+            ],
+            b"body",
+        );
+        let summary_of_pairs = RequestSummary::from(&request);
+        let sent = request.headers.clone();
+        let blob = headers::encode(&request.headers);
+        let mut request = request;
+        request.headers = Vec::new();
+        let capture = NewCapture::new(request, blob, None, 10, 1000);
+        assert_eq!(capture.content_type.as_deref(), Some("text/a\u{fffd}"));
+        let summary = capture.summary(7);
+        assert_eq!(summary.id.get(), 7);
+        assert_eq!(
+            RequestSummary {
+                id: summary_of_pairs.id,
+                ..summary
+            },
+            summary_of_pairs,
+            "the summary a stream gets is the request's"
+        );
+        let pairs = headers::decode(&capture.headers_blob).unwrap();
+        assert_eq!(pairs, sent);
+        assert_eq!(
+            capture.stored_bytes(),
+            (4 + capture.headers_blob.len()) as u64
+        );
     }
 }
 
@@ -467,13 +539,35 @@ impl Store {
     /// as stored ([`crate::model::ResponseRecord::to_json`]).
     pub fn try_capture(
         &self,
+        mut request: StoredRequest,
+        response_json: Option<Arc<str>>,
+        max_per_bin: u64,
+        max_bin_bytes: u64,
+    ) -> Result<PendingCapture, StoreError> {
+        let blob = headers::encode(&request.headers);
+        request.headers = Vec::new();
+        self.try_capture_lines(request, blob, response_json, max_per_bin, max_bin_bytes)
+    }
+
+    /// [`Store::try_capture`] of a request whose header lines are already in their stored form
+    /// (`headers_blob`, [`crate::model::header_lines`]; `request.headers` is empty): the capture
+    /// path, which reads them that way.
+    pub fn try_capture_lines(
+        &self,
         request: StoredRequest,
+        headers_blob: Vec<u8>,
         response_json: Option<Arc<str>>,
         max_per_bin: u64,
         max_bin_bytes: u64,
     ) -> Result<PendingCapture, StoreError> {
         // Derived columns are prepared here, on the caller's thread, to keep the writer lean.
-        let capture = NewCapture::new(request, response_json, max_per_bin, max_bin_bytes);
+        let capture = NewCapture::new(
+            request,
+            headers_blob,
+            response_json,
+            max_per_bin,
+            max_bin_bytes,
+        );
         dispatch!(self, s => s.try_capture(capture))
     }
 

@@ -529,6 +529,33 @@ fn event_stream_sends_new_captures_and_replays_after_last_event_id() {
         .assert_error(404, "bin_not_found");
 }
 
+/// A live event's content type is the request's first `Content-Type` line, as sent (the
+/// writer reads it from the header lines it stores).
+#[test]
+fn live_events_carry_the_first_content_type_as_sent() {
+    let s = Server::start(&[]);
+    let bin = s.create_bin();
+    let mut live = EventReader::open(&s, &bin, None);
+    let res = s.request(
+        "POST",
+        &format!("/r/{bin}/x"),
+        &[
+            ("X-First", "1"),
+            ("Content-TYPE", "application/x-a; q=\"1\""),
+            ("content-type", "text/second"),
+        ],
+        b"{}",
+    );
+    assert_eq!(res.status, 200, "{}", res.text());
+    let id = res.header("x-request-id").unwrap().to_owned();
+    let (event, data) = live.next();
+    assert_eq!(event, id);
+    assert_eq!(data["content_type"], "application/x-a; q=\"1\"");
+    assert_eq!(data["subpath"], "/x");
+    let listed = s.get(&format!("/api/bins/{bin}/requests")).json();
+    assert_eq!(listed["data"][0]["content_type"], data["content_type"]);
+}
+
 #[test]
 fn informational_custom_statuses_are_accepted_but_answered_plainly() {
     let s = Server::start(&[]);

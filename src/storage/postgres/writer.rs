@@ -21,8 +21,6 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::listen::{Delivery, deliver};
 use super::{CHANNEL_REQUESTS, DB_TIMEOUT, Shared, db_error, pool_error};
-use crate::ids::RequestId;
-use crate::model::RequestSummary;
 use crate::storage::{CaptureOutcome, CaptureReply, NewCapture, StoreError};
 
 /// Captures per transaction at most; bounds how long one commit keeps callers waiting.
@@ -197,9 +195,7 @@ async fn commit(
                 // Building a summary costs allocations; only do it when a stream listens and
                 // this batch publishes (see above).
                 if (relayed || !listening) && shared.events.is_watched(&request.bin_id) {
-                    let mut summary = RequestSummary::from(request);
-                    summary.id = RequestId::from_row(id);
-                    summaries.push(summary);
+                    summaries.push(c.capture.summary(id));
                 }
             }
             // The cached entry was stale (deleted or expired elsewhere): look it up next time.

@@ -24,8 +24,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::checkpoint::{WalSize, checkpoint};
 use crate::events::EventHub;
-use crate::ids::RequestId;
-use crate::model::{Bin, RequestSummary};
+use crate::model::Bin;
 use crate::storage::{CaptureOutcome, CaptureReply, NewCapture, ReapProgress, StoreError};
 
 /// Operations per transaction at most; bounds how long one commit keeps callers waiting.
@@ -369,19 +368,16 @@ fn in_savepoint<T>(
 /// and the bins it deleted (after the captures before the delete, so that order is kept).
 fn publish(events: &EventHub, batch: &[Op], outcomes: &Outcomes) {
     let mut fresh = Vec::new();
+    // One look for the batch when no stream is open (the usual case), not one per capture.
+    let watching = events.watches_any();
     for (op, outcome) in batch.iter().zip(outcomes) {
         match (op, outcome) {
+            // Building a summary costs allocations; only do it when a stream listens.
             (
                 Op::Capture { capture, .. },
                 Ok(Outcome::Capture(CaptureOutcome::Stored { id, .. })),
-            ) => {
-                let request = &capture.request;
-                // Building a summary costs allocations; only do it when a stream listens.
-                if events.is_watched(&request.bin_id) {
-                    let mut summary = RequestSummary::from(request);
-                    summary.id = RequestId::from_row(*id);
-                    fresh.push(summary);
-                }
+            ) if watching && events.is_watched(&capture.request.bin_id) => {
+                fresh.push(capture.summary(*id));
             }
             (Op::Other(Command::DeleteBin(bin, _)), Ok(_)) => {
                 events.publish(std::mem::take(&mut fresh));
