@@ -17,6 +17,16 @@
 //! Every capture waits while the writer checkpoints, and a background checkpoint that copies
 //! thousands of frames slows the writer's own writes beside it, so the background thread copies
 //! as the WAL grows, a little at a time, from the moment it restarts (see [`Copier`]).
+//!
+//! Once the writer has been idle for [`IDLE_TRUNCATE`] with every frame copied, the background
+//! thread asks it to cut the WAL file to nothing (a TRUNCATE checkpoint, which the writer runs
+//! between batches). A restarted WAL is written over the old file from its start, and a WAL
+//! frame (24 bytes of header and a page) never covers whole pages of the file, so over a block
+//! the kernel dropped from its cache while the server was idle (this machine's kernel pages out
+//! idle page cache with memory to spare) ext4 first reads the block back, inside the writer's
+//! `pwrite`: the first batch after a pause took 30-158 ms (bench/RESULTS.md, 2026-12-02 01:09).
+//! Past the end of the file nothing is read back, and the `ftruncate` costs its few ms while
+//! nothing waits.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -43,6 +53,11 @@ const BUSY_INTERVAL: Duration = Duration::from_millis(1);
 const CHUNK: i64 = 512;
 /// WAL frames (pages) beyond which the writer restarts the WAL: 4096 pages of 4 KiB = 16 MiB.
 pub const RESTART_FRAMES: i64 = 4096;
+/// How long the WAL stays unchanged, every frame copied, before the writer is asked to truncate
+/// it (see the module docs). The kernel drops page cache left alone for about a minute; a
+/// truncation costs the writer an `ftruncate` (5-7 ms measured with online discard), so not at
+/// every short pause.
+pub const IDLE_TRUNCATE: Duration = Duration::from_secs(5);
 
 /// The WAL's size in frames after the writer's last commit, as SQLite's WAL hook reports it.
 ///
@@ -64,6 +79,11 @@ impl WalSize {
         self.frames() >= RESTART_FRAMES
     }
 
+    /// The writer truncated the WAL (see [`truncate_idle`]).
+    pub fn truncated(&self) {
+        self.committed(0);
+    }
+
     fn frames(&self) -> i64 {
         self.0.load(Ordering::Relaxed)
     }
@@ -75,13 +95,21 @@ pub fn open(path: &Path) -> Result<Connection, StoreError> {
         OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
     .map_err(|e| StoreError::open(path, e))?;
-    conn.busy_timeout(Duration::from_secs(5))
+    conn.busy_timeout(BUSY_TIMEOUT)
         .map_err(|e| StoreError::open(path, e))?;
     Ok(conn)
 }
 
-/// Checkpoints until `stop` is dropped (nothing is ever sent on it), whenever [`Copier`] says so.
-pub fn run(conn: Connection, stop: Receiver<()>, wal: Arc<WalSize>) {
+/// Checkpoints until `stop` is dropped (nothing is ever sent on it), whenever [`Copier`] says so,
+/// and calls `ask_truncate` (which asks the writer to run [`truncate_idle`]) once the WAL has been
+/// unchanged and copied for `idle`.
+pub fn run(
+    conn: Connection,
+    stop: Receiver<()>,
+    wal: Arc<WalSize>,
+    idle: Duration,
+    ask_truncate: impl Fn(),
+) {
     let mut copier = Copier::new(Instant::now());
     // The first look at once: a WAL left by a crash is copied without waiting for a write.
     let mut wait = Duration::ZERO;
@@ -90,10 +118,39 @@ pub fn run(conn: Connection, stop: Receiver<()>, wal: Arc<WalSize>) {
         if copier.due(wal.frames(), now) {
             let seen = checkpoint(&conn, "PASSIVE").map(|c| (c.frames, c.copied));
             copier.checkpointed(seen, now);
+        } else if copier.wants_truncate(idle, now) {
+            ask_truncate();
         }
         wait = copier.wait(Instant::now());
     }
 }
+
+/// The writer's TRUNCATE checkpoint between batches, when the background thread found it idle:
+/// the WAL file is cut to nothing, so that the next frames append to new blocks (see the module
+/// docs). It waits for nothing: with a reader on an old snapshot or the background thread in a
+/// checkpoint it gives up (the background thread asks again after another idle period), and
+/// captures queued meanwhile wait only for the `ftruncate`.
+pub fn truncate_idle(conn: &Connection, wal: &WalSize) {
+    if let Err(e) = conn.busy_timeout(Duration::ZERO) {
+        tracing::warn!(cause = %e, "cannot truncate the WAL");
+        return;
+    }
+    let done = checkpoint(conn, "TRUNCATE");
+    if let Err(e) = conn.busy_timeout(BUSY_TIMEOUT) {
+        tracing::error!(cause = %e, "cannot set the writer's busy timeout again");
+    }
+    match done {
+        Some(c) if !c.busy => {
+            wal.truncated();
+            let took_us = c.took.as_micros() as u64;
+            tracing::debug!(took_us, "idle writer truncated the WAL");
+        }
+        _ => tracing::debug!("idle writer could not truncate the WAL now"),
+    }
+}
+
+/// How long a connection waits for a lock another one holds.
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// When the background thread checkpoints, from the WAL's size after each of the writer's commits.
 ///
@@ -117,6 +174,8 @@ struct Copier {
     copied: i64,
     /// When the last background checkpoint ran (`None`: not yet).
     last_pass: Option<Instant>,
+    /// When the writer was last asked to truncate the WAL.
+    asked_truncate: Option<Instant>,
 }
 
 impl Copier {
@@ -126,6 +185,23 @@ impl Copier {
             changed_at: now,
             copied: 0,
             last_pass: None,
+            asked_truncate: None,
+        }
+    }
+
+    /// Whether to ask the writer to truncate the WAL now: it holds frames, every one of them
+    /// copied, and has not changed for `idle`; asked at most once an `idle` (the writer may not
+    /// have been able to, see [`truncate_idle`]).
+    fn wants_truncate(&mut self, idle: Duration, now: Instant) -> bool {
+        let quiet = now.duration_since(self.changed_at) >= idle;
+        let asked_lately = self
+            .asked_truncate
+            .is_some_and(|at| now.duration_since(at) < idle);
+        if self.frames > 0 && self.copied >= self.frames && quiet && !asked_lately {
+            self.asked_truncate = Some(now);
+            true
+        } else {
+            false
         }
     }
 
@@ -175,6 +251,8 @@ impl Copier {
 /// What one checkpoint saw and how long it took.
 #[derive(Debug, Clone, Copy)]
 pub struct Checkpointed {
+    /// A RESTART or TRUNCATE checkpoint could not finish (another connection held a lock it needs).
+    pub busy: bool,
     /// The WAL's size in frames (-1 when another connection was checkpointing).
     pub frames: i64,
     /// How many of them are now copied into the database (-1 likewise).
@@ -186,14 +264,19 @@ pub struct Checkpointed {
 pub fn checkpoint(conn: &Connection, mode: &str) -> Option<Checkpointed> {
     let started = Instant::now();
     let result = conn.query_row(&format!("PRAGMA wal_checkpoint({mode})"), [], |row| {
-        Ok((row.get::<_, i64>(1)?, row.get::<_, i64>(2)?))
+        Ok((
+            row.get::<_, i64>(0)?,
+            row.get::<_, i64>(1)?,
+            row.get::<_, i64>(2)?,
+        ))
     });
     match result {
-        Ok((frames, copied)) => {
+        Ok((busy, frames, copied)) => {
             let took = started.elapsed();
             let took_us = took.as_micros() as u64;
-            tracing::trace!(mode, frames, copied, took_us, "checkpoint");
+            tracing::trace!(mode, busy, frames, copied, took_us, "checkpoint");
             Some(Checkpointed {
+                busy: busy != 0,
                 frames,
                 copied,
                 took,
@@ -262,6 +345,104 @@ mod tests {
         // The size staying the same for a moment (a slow commit: the first one after a restart
         // syncs the WAL) is no reason to wait long.
         assert_eq!(c.wait(ms(210)), BUSY_INTERVAL);
+    }
+
+    #[test]
+    fn the_writer_is_asked_to_truncate_a_copied_wal_once_it_has_been_idle() {
+        let t0 = Instant::now();
+        let ms = |n| t0 + Duration::from_millis(n);
+        let idle = Duration::from_millis(1000);
+        let mut c = Copier::new(t0);
+        c.checkpointed(Some((0, 0)), t0);
+        // An empty WAL: nothing to truncate, however long it stays so.
+        assert!(!c.wants_truncate(idle, ms(5000)));
+        // Frames written at 5000, copied at once.
+        assert!(c.due(30, ms(5000)));
+        c.checkpointed(Some((30, 30)), ms(5000));
+        assert!(!c.wants_truncate(idle, ms(5999)));
+        assert!(c.wants_truncate(idle, ms(6000)));
+        // Asked once an idle period (the writer may not have managed: asked again after one).
+        assert!(!c.wants_truncate(idle, ms(6500)));
+        assert!(c.wants_truncate(idle, ms(7000)));
+        // The writer truncated: its WAL size says 0, and nothing more is asked.
+        assert!(!c.due(0, ms(7001)));
+        assert!(!c.wants_truncate(idle, ms(9000)));
+        // Frames that are not all copied (a reader holds an old snapshot) are never truncated.
+        assert!(c.due(50, ms(9000)));
+        c.checkpointed(Some((50, 20)), ms(9000));
+        assert!(!c.wants_truncate(idle, ms(20_000)));
+        // The WAL changing starts the idle period again.
+        c.checkpointed(Some((50, 50)), ms(20_000));
+        assert!(c.due(60, ms(20_050)));
+        c.checkpointed(Some((60, 60)), ms(20_050));
+        assert!(!c.wants_truncate(idle, ms(21_049)));
+        assert!(c.wants_truncate(idle, ms(21_050)));
+    }
+
+    /// A writer connection on a new database in `dir`, with the hookbin schema.
+    fn writer(dir: &Path) -> Connection {
+        crate::storage::sqlite::schema::open_writer(
+            &dir.join("t.db"),
+            crate::storage::Synchronous::Normal,
+        )
+        .unwrap()
+    }
+
+    fn wal_len(dir: &Path) -> u64 {
+        std::fs::metadata(dir.join("t.db-wal")).unwrap().len()
+    }
+
+    fn add_bin(conn: &Connection, id: &str) {
+        conn.execute(
+            "INSERT INTO bins (id, created_at, expires_at) VALUES (?1, 0, 1)",
+            [id],
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn an_idle_truncation_cuts_a_copied_wal_to_nothing_and_never_waits_for_a_reader() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = writer(dir.path());
+        let wal = WalSize::default();
+        add_bin(&conn, "a");
+        wal.committed(5);
+        assert!(wal_len(dir.path()) > 0);
+        truncate_idle(&conn, &wal);
+        assert_eq!(wal_len(dir.path()), 0);
+        assert_eq!(wal.frames(), 0);
+
+        // A reader whose snapshot is in the WAL (it began before the frames were copied):
+        // the frames are copied, but the file cannot be cut under it, and the writer does not
+        // wait for it (the busy timeout is 5 s).
+        add_bin(&conn, "b");
+        let reader = open(&dir.path().join("t.db")).unwrap();
+        reader.execute_batch("BEGIN").unwrap();
+        let n: i64 = reader
+            .query_row("SELECT count(*) FROM bins", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(n, 2);
+        let copied = checkpoint(&conn, "PASSIVE").unwrap();
+        assert_eq!(copied.frames, copied.copied);
+        wal.committed(copied.frames);
+        let before = wal_len(dir.path());
+        assert!(before > 0);
+        let started = Instant::now();
+        truncate_idle(&conn, &wal);
+        assert!(started.elapsed() < Duration::from_secs(1));
+        assert_eq!(wal_len(dir.path()), before);
+        assert_eq!(wal.frames(), copied.frames);
+        // The writer goes on as before (its busy timeout is back), and once the reader is done
+        // the next idle truncation cuts the file.
+        add_bin(&conn, "c");
+        reader.execute_batch("COMMIT").unwrap();
+        truncate_idle(&conn, &wal);
+        assert_eq!(wal_len(dir.path()), 0);
+        drop(reader);
+        let n: i64 = conn
+            .query_row("SELECT count(*) FROM bins", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(n, 3);
     }
 
     #[test]

@@ -77,6 +77,18 @@ impl SqliteStore {
         events: Arc<EventHub>,
         now: i64,
     ) -> Result<(SqliteStore, WriterThread), StoreError> {
+        Self::open_with(path, config, events, now, checkpoint::IDLE_TRUNCATE)
+    }
+
+    /// [`SqliteStore::open`], the WAL truncated after `idle_truncate` without writes (tests
+    /// shorten it).
+    fn open_with(
+        path: &Path,
+        config: &StoreConfig,
+        events: Arc<EventHub>,
+        now: i64,
+        idle_truncate: std::time::Duration,
+    ) -> Result<(SqliteStore, WriterThread), StoreError> {
         let conn = schema::open_writer(path, config.synchronous)?;
         let bins = read::live_bins(&conn, now)?;
         let used_bytes = Arc::new(AtomicU64::new(writer::live_bytes(&conn)?));
@@ -91,9 +103,25 @@ impl SqliteStore {
         let checkpoint_conn = checkpoint::open(path)?;
         let (stop_checkpoints, stop) = std::sync::mpsc::channel();
         let checkpoint_wal = wal.clone();
+        // A weak handle: the writer still stops once every `Store` handle is gone.
+        let idle_writer = tx.downgrade();
+        let ask_truncate = move || {
+            if let Some(writes) = idle_writer.upgrade() {
+                // A full queue: the writer is not idle.
+                let _ = writes.try_send(writer::Op::Idle);
+            }
+        };
         let checkpointer = std::thread::Builder::new()
             .name("hookbin-checkpoint".into())
-            .spawn(move || checkpoint::run(checkpoint_conn, stop, checkpoint_wal))
+            .spawn(move || {
+                checkpoint::run(
+                    checkpoint_conn,
+                    stop,
+                    checkpoint_wal,
+                    idle_truncate,
+                    ask_truncate,
+                )
+            })
             .map_err(spawn_failed)?;
         let writer = std::thread::Builder::new()
             .name("hookbin-writer".into())
@@ -385,5 +413,91 @@ impl SqliteStore {
         self.reads
             .run(|c| c.query_row("SELECT 1", [], |_| Ok(())))
             .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::*;
+    use crate::storage::{CaptureOutcome, Location, Synchronous};
+
+    fn wal_len(db: &Path) -> u64 {
+        let mut wal = db.as_os_str().to_owned();
+        wal.push("-wal");
+        std::fs::metadata(wal).map(|m| m.len()).unwrap_or(0)
+    }
+
+    /// Polls until the WAL file is empty; false after 5 s.
+    async fn wal_emptied(db: &Path) -> bool {
+        let started = Instant::now();
+        while started.elapsed() < Duration::from_secs(5) {
+            if wal_len(db) == 0 {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        false
+    }
+
+    async fn capture(store: &SqliteStore, n: usize) {
+        for _ in 0..n {
+            let request = StoredRequest::sample::<&[u8]>("idle", "", "", &[], b"{}");
+            let capture = NewCapture::new(request, None, 1000, u64::MAX);
+            let outcome = store.try_capture(capture).unwrap().outcome().await.unwrap();
+            assert!(
+                matches!(outcome, CaptureOutcome::Stored { .. }),
+                "{outcome:?}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn an_idle_writer_truncates_the_wal_and_keeps_every_capture() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("idle.db");
+        let config = StoreConfig {
+            location: Location::Sqlite(path.clone()),
+            synchronous: Synchronous::Normal,
+            write_queue: 64,
+            read_connections: 1,
+        };
+        let idle = Duration::from_millis(200);
+        let (store, threads) =
+            SqliteStore::open_with(&path, &config, EventHub::new(), 0, idle).unwrap();
+        let bin = Bin {
+            id: "idle".into(),
+            created_at: 0,
+            expires_at: i64::MAX,
+            response: None,
+            request_count: 0,
+            view_token_hash: None,
+        };
+        store.create_bin(bin, None).await.unwrap();
+        capture(&store, 20).await;
+        assert!(wal_len(&path) > 0);
+        assert!(
+            wal_emptied(&path).await,
+            "WAL still {} bytes",
+            wal_len(&path)
+        );
+        // Captures go on into a WAL that grows from nothing, and it is truncated again.
+        capture(&store, 5).await;
+        assert!(wal_len(&path) > 0);
+        assert!(
+            wal_emptied(&path).await,
+            "WAL still {} bytes",
+            wal_len(&path)
+        );
+        assert_eq!(store.last_request_id("idle").await.unwrap(), 25);
+        drop(store);
+        threads.join();
+        // Everything is in the database file.
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        let n: i64 = conn
+            .query_row("SELECT count(*) FROM bin_requests", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(n, 25);
     }
 }
