@@ -444,7 +444,7 @@ mod tests {
     async fn capture(store: &SqliteStore, n: usize) {
         for _ in 0..n {
             let request = StoredRequest::sample::<&[u8]>("idle", "", "", &[], b"{}");
-            let capture = NewCapture::new(request, None, 1000, u64::MAX);
+            let capture = NewCapture::new(request, Vec::new(), None, 1000, u64::MAX);
             let outcome = store.try_capture(capture).unwrap().outcome().await.unwrap();
             assert!(
                 matches!(outcome, CaptureOutcome::Stored { .. }),
