@@ -270,6 +270,8 @@ hr "hookbin benchmark $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
 say "machine:  $(nproc) cores, $(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo 2>/dev/null || true)," \
     "$(awk '/^MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo), kernel $(uname -r)"
 say "load:     $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min; other work on the machine skews every figure)"
+# The disk speed of the day (issue 15: every recorded run carries it), under the machine lock.
+say "disk:     $(disk_speed)"
 say "wrk:      $(wrk -v 2>&1 | head -n1 | cut -d' ' -f1-2), -t$THREADS -c$CONNS -d$DURATION x $ROUNDS rounds" \
     "(+ $WARMUP warm-up), --timeout $WRK_TIMEOUT, 1 KiB JSON POST, same Lua script for all servers"
 if [[ $need_hookbin == 1 ]]; then
