@@ -430,15 +430,16 @@ mod tests {
     }
 
     /// Polls until the WAL file is empty; false after 5 s.
-    async fn wal_emptied(db: &Path) -> bool {
+    /// Waits up to 5 s for the WAL file to be cut to nothing; fails the test if it is not.
+    async fn assert_wal_emptied(db: &Path) {
         let started = Instant::now();
         while started.elapsed() < Duration::from_secs(5) {
             if wal_len(db) == 0 {
-                return true;
+                return;
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        false
+        panic!("WAL still {} bytes", wal_len(db));
     }
 
     async fn capture(store: &SqliteStore, n: usize) {
@@ -477,19 +478,11 @@ mod tests {
         store.create_bin(bin, None).await.unwrap();
         capture(&store, 20).await;
         assert!(wal_len(&path) > 0);
-        assert!(
-            wal_emptied(&path).await,
-            "WAL still {} bytes",
-            wal_len(&path)
-        );
+        assert_wal_emptied(&path).await;
         // Captures go on into a WAL that grows from nothing, and it is truncated again.
         capture(&store, 5).await;
         assert!(wal_len(&path) > 0);
-        assert!(
-            wal_emptied(&path).await,
-            "WAL still {} bytes",
-            wal_len(&path)
-        );
+        assert_wal_emptied(&path).await;
         assert_eq!(store.last_request_id("idle").await.unwrap(), 25);
         drop(store);
         threads.join();
