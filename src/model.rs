@@ -51,6 +51,20 @@ pub mod header_lines {
         8 + name.len() + value.len()
     }
 
+    /// The lines `lines()` walks, in one buffer allocated once, with room for `extra` bytes more
+    /// (which the caller appends); walked twice, to size the buffer and to fill it.
+    pub fn encode<'a, I>(lines: impl Fn() -> I, extra: usize) -> Vec<u8>
+    where
+        I: Iterator<Item = (&'a [u8], &'a [u8])>,
+    {
+        let size: usize = lines().map(|(n, v)| size(n, v)).sum();
+        let mut blob = Vec::with_capacity(size + extra);
+        for (name, value) in lines() {
+            push(&mut blob, name, value);
+        }
+        blob
+    }
+
     /// Takes the first line off `blob`: `(name, value)`, `None` when `blob` is empty or not in
     /// the layout (a damaged database row).
     pub fn next<'a>(blob: &mut &'a [u8]) -> Option<(&'a [u8], &'a [u8])> {
@@ -290,6 +304,9 @@ mod tests {
         }
         let size: usize = lines.iter().map(|(n, v)| header_lines::size(n, v)).sum();
         assert_eq!(blob.len(), size);
+        let encoded = header_lines::encode(|| lines.iter().copied(), 7);
+        assert_eq!(encoded, blob, "encode is push line by line");
+        assert!(encoded.capacity() >= size + 7);
         let mut rest = blob.as_slice();
         for expected in lines {
             assert_eq!(header_lines::next(&mut rest), Some(expected));

@@ -366,15 +366,11 @@ fn complete(req: &httparse::Request<'_, '_>, len: usize) -> Parsed {
         return Parsed::Invalid;
     };
     // One allocation for the whole head.
-    let lines: usize = req
-        .headers
-        .iter()
-        .map(|h| header_lines::size(h.name.as_bytes(), h.value))
-        .sum();
-    let mut bytes = Vec::with_capacity(lines + method.len() + target.len());
-    for h in req.headers.iter() {
-        header_lines::push(&mut bytes, h.name.as_bytes(), h.value);
-    }
+    let mut bytes = header_lines::encode(
+        || req.headers.iter().map(|h| (h.name.as_bytes(), h.value)),
+        method.len() + target.len(),
+    );
+    let lines = bytes.len();
     bytes.extend_from_slice(method.as_bytes());
     bytes.extend_from_slice(target.as_bytes());
     let head = RawHead {

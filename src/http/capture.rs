@@ -260,22 +260,15 @@ fn stored_request(
     let lines = match raw {
         Some(head) => head.into_header_lines(),
         // The tap lost track of this connection: HeaderMap order (grouped by name, lowercase).
-        None => {
-            let pairs = || {
+        None => header_lines::encode(
+            || {
                 parts
                     .headers
                     .iter()
-                    .map(|(n, v)| (n.as_str(), v.as_bytes()))
-            };
-            let size = pairs()
-                .map(|(n, v)| header_lines::size(n.as_bytes(), v))
-                .sum();
-            let mut lines = Vec::with_capacity(size);
-            for (n, v) in pairs() {
-                header_lines::push(&mut lines, n.as_bytes(), v);
-            }
-            lines
-        }
+                    .map(|(n, v)| (n.as_str().as_bytes(), v.as_bytes()))
+            },
+            0,
+        ),
     };
     let path = parts.uri.path();
     let request = StoredRequest {

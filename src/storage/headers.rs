@@ -7,15 +7,14 @@
 use crate::model::{HeaderPair, header_lines};
 
 pub fn encode(headers: &[HeaderPair]) -> Vec<u8> {
-    let size = headers
-        .iter()
-        .map(|h| header_lines::size(h.name.as_bytes(), &h.value))
-        .sum();
-    let mut out = Vec::with_capacity(size);
-    for h in headers {
-        header_lines::push(&mut out, h.name.as_bytes(), &h.value);
-    }
-    out
+    header_lines::encode(
+        || {
+            headers
+                .iter()
+                .map(|h| (h.name.as_bytes(), h.value.as_slice()))
+        },
+        0,
+    )
 }
 
 /// `None` when the blob is not in the layout above (a damaged database).

@@ -429,7 +429,6 @@ mod tests {
         std::fs::metadata(wal).map(|m| m.len()).unwrap_or(0)
     }
 
-    /// Polls until the WAL file is empty; false after 5 s.
     /// Waits up to 5 s for the WAL file to be cut to nothing; fails the test if it is not.
     async fn assert_wal_emptied(db: &Path) {
         let started = Instant::now();

@@ -170,7 +170,7 @@ pub fn run(
 /// kind are prepared again by SQLite on every run, and outside a transaction each of them also
 /// opened a read transaction of its own (a WAL read lock, `fcntl` twice): three of them after
 /// every batch cost the writer 0.4 us a capture (perf, bench/RESULTS.md 2026-12-02).
-/// [`commit_batch`] runs it inside the batch's transaction, which sees what the commit will.
+/// [`run_batch`] runs it inside the batch's transaction, which sees what the commit will.
 pub fn live_bytes(conn: &Connection) -> rusqlite::Result<u64> {
     let bytes: i64 = conn
         .prepare_cached(
