@@ -78,19 +78,20 @@ pub async fn handle(
     // The access line is debug level (trace for operations): with that off, as by default,
     // the capture path pays nothing for it.
     if !Captured::logged() {
-        return nosniff(dispatch(state, req, conn).await);
+        return dispatch(state, req, conn).await;
     }
     let started = Instant::now();
     let method = req.method().clone();
     let route = Route::of(req.uri().path());
     let bin = bin_of(req.uri().path()).map(str::to_owned);
-    let res = nosniff(dispatch(state, req, conn).await);
+    let res = dispatch(state, req, conn).await;
     access_log(&method, route, bin.as_deref(), &res, started.elapsed());
     res
 }
 
 /// Every response hookbin writes says `X-Content-Type-Options: nosniff`: plain text, event
-/// streams and errors too, so a browser never reads one as something else.
+/// streams and errors too, so a browser never reads one as something else. Set here on every
+/// answer but those under `/r/`, which `capture` seals itself ([`capture::seal`] includes it).
 fn nosniff(mut res: Response<Body>) -> Response<Body> {
     res.headers_mut()
         .entry(hyper::header::X_CONTENT_TYPE_OPTIONS)
@@ -144,12 +145,51 @@ async fn dispatch(
     let raw = conn
         .tap
         .take(req.method().as_str(), &request_target(req.uri()));
+    // Captures first: they are the hot path and own everything under `/r/` (the inspector's
+    // host refusing them is in `capture`, which knows the bin). Not through `nosniff`: every
+    // answer there is sealed ([`capture::seal`]), which says `nosniff` too.
+    if req.uri().path().starts_with("/r/") {
+        let ip = client::client_ip(&state.config, conn.peer, req.headers());
+        let Some(_in_flight) = state.clients.take(ip, Slot::Request) else {
+            let mut res = too_many_requests(&state);
+            capture::seal(&mut res);
+            return res;
+        };
+        return capture::capture(&state, req, &conn, raw).await;
+    }
+    drop(raw);
+    nosniff(other_route(state, req, conn).await)
+}
+
+/// The answer to a client already at its cap of requests in flight.
+fn too_many_requests(state: &AppState) -> Response<Body> {
+    state
+        .metrics
+        .client_limit_rejections
+        .fetch_add(1, Ordering::Relaxed);
+    ApiError {
+        retry_after: Some(1),
+        ..ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "too_many_requests",
+            format!(
+                "this client address already has {} requests in progress; nothing was recorded",
+                state.clients.cap(Slot::Request)
+            ),
+        )
+    }
+    .into_response()
+}
+
+/// Everything but captures.
+async fn other_route(
+    state: Arc<AppState>,
+    req: Request<Incoming>,
+    conn: Arc<ConnInfo>,
+) -> Response<Body> {
     let path = req.uri().path();
-    // With `--capture-url`, the capture host serves captures and the health check only. (The
-    // inspector's host refusing `/r/` is in `capture`, which knows the bin.)
-    if client::is_capture_host(&state.config, req.headers()) == Some(true)
-        && !(path.starts_with("/r/") || path == "/healthz")
-    {
+    // With `--capture-url`, the capture host serves captures and the health check only.
+    if client::is_capture_host(&state.config, req.headers()) == Some(true) && path != "/healthz" {
         return ApiError::new(
             StatusCode::NOT_FOUND,
             "capture_host_only",
@@ -167,37 +207,9 @@ async fn dispatch(
         let ip = client::client_ip(&state.config, conn.peer, req.headers());
         match state.clients.take(ip, Slot::Request) {
             Some(slot) => Some(slot),
-            None => {
-                state
-                    .metrics
-                    .client_limit_rejections
-                    .fetch_add(1, Ordering::Relaxed);
-                let mut res = ApiError {
-                    retry_after: Some(1),
-                    ..ApiError::new(
-                        StatusCode::TOO_MANY_REQUESTS,
-                        "too_many_requests",
-                        format!(
-                            "this client address already has {} requests in progress; nothing \
-                             was recorded",
-                            state.clients.cap(Slot::Request)
-                        ),
-                    )
-                }
-                .into_response();
-                if path.starts_with("/r/") {
-                    capture::seal(&mut res);
-                }
-                return res;
-            }
+            None => return too_many_requests(&state),
         }
     };
-    if let Some(rest) = path.strip_prefix("/r/") {
-        let bin = rest.split('/').next().unwrap_or_default().to_owned();
-        let mut res = capture::capture(&state, req, &conn, raw, &bin).await;
-        capture::seal(&mut res);
-        return res;
-    }
     if path == "/api" || path.starts_with("/api/") {
         return http::api::route(&state, req, &conn)
             .await

@@ -17,7 +17,7 @@ use hyper::body::{Body as _, Frame, Incoming};
 use hyper::header::{
     ACCEPT, ACCESS_CONTROL_ALLOW_HEADERS, ACCESS_CONTROL_ALLOW_METHODS,
     ACCESS_CONTROL_ALLOW_ORIGIN, ACCESS_CONTROL_EXPOSE_HEADERS, ACCESS_CONTROL_MAX_AGE, CONNECTION,
-    CONTENT_LENGTH, CONTENT_TYPE, HeaderName, HeaderValue, LOCATION,
+    CONTENT_TYPE, HeaderName, HeaderValue, LOCATION,
 };
 use hyper::http::request::Parts;
 use hyper::{HeaderMap, Method, Request, Response, StatusCode, Version};
@@ -39,29 +39,29 @@ use crate::web::{Captured, ConnInfo};
 /// client is still reading when the 413 arrives instead of seeing its upload reset.
 const MAX_DRAIN_BYTES: u64 = 16 * 1024 * 1024;
 
-/// Records one request to `/r/{bin}` and answers it, in four steps: the head's checks, the
-/// body, the row, the answer.
+/// Records one request to `/r/{bin}[/...]` and answers it, in four steps: the head's checks,
+/// the body, the row, the answer. Every answer is sealed ([`seal`]): a recorded request's when
+/// it is decided ([`decide_answer`]), the refusals and redirects by [`refused`].
 pub async fn capture(
     state: &AppState,
     req: Request<Incoming>,
     conn: &ConnInfo,
     raw: Option<RawHead>,
-    bin: &str,
 ) -> Response<Body> {
     let started = Instant::now();
     let received_at = now_ms();
     let (bin, response) =
-        match check_head(state, &req, raw.as_ref().map(|h| h.len), bin, received_at).await {
+        match check_head(state, &req, raw.as_ref().map(|h| h.len), received_at).await {
             ControlFlow::Continue(found) => found,
-            ControlFlow::Break(answer) => return answer,
+            ControlFlow::Break(answer) => return refused(answer),
         };
     let (parts, incoming) = req.into_parts();
     // Given back once the row is committed (or the request refused), not before: the body is
     // in memory until then.
     let mut memory = state.body_memory.account();
-    let mut read = match receive_body(state, incoming, &parts.headers, started, &mut memory).await {
+    let mut read = match receive_body(state, incoming, started, &mut memory).await {
         Ok(read) => read,
-        Err(e) => return body_refusal(state, &bin, e),
+        Err(e) => return refused(body_refusal(state, &bin, e)),
     };
     // The answer is decided before the commit, so that the request records exactly what it is
     // sent (issue 12); only a custom delay is waited out after the commit.
@@ -70,11 +70,17 @@ pub async fn capture(
         stored_request(state, conn, bin, &parts, raw, &mut read, received_at);
     let request_id = match bins::record(state, request, header_lines, record).await {
         Ok(id) => id,
-        Err(e) => return ApiError::from(e).into_response(),
+        Err(e) => return refused(ApiError::from(e).into_response()),
     };
     drop(memory);
     state.metrics.observe_capture(started.elapsed());
     answer(state, res, delay_ms, &read, request_id).await
+}
+
+/// An answer of [`capture`] other than the recorded request's, sealed.
+fn refused(mut res: Response<Body>) -> Response<Body> {
+    seal(&mut res);
+    res
 }
 
 /// Step 1: what can be refused or redirected from the request head alone, before a byte of the
@@ -84,7 +90,6 @@ async fn check_head(
     state: &AppState,
     req: &Request<Incoming>,
     raw_len: Option<usize>,
-    bin: &str,
     now: i64,
 ) -> ControlFlow<Response<Body>, (BinId, Option<Arc<ResponseSpec>>)> {
     if is_worker_script_fetch(req.headers()) {
@@ -98,7 +103,12 @@ async fn check_head(
             .into_response(),
         );
     }
-    // A malformed id is as unknown as a deleted one.
+    // The router sends only paths under `/r/` here. A malformed id is as unknown as a deleted
+    // one.
+    let bin = req.uri().path()["/r/".len()..]
+        .split('/')
+        .next()
+        .unwrap_or_default();
     let live = match BinId::parse(bin) {
         Some(bin) => match bins::live(state, &bin, now).await {
             Ok(entry) => Some((bin, entry)),
@@ -178,7 +188,6 @@ fn subpath<'a>(path: &'a str, bin: &BinId) -> &'a str {
 async fn receive_body(
     state: &AppState,
     incoming: Incoming,
-    headers: &HeaderMap,
     started: Instant,
     memory: &mut BodyMemory<'_>,
 ) -> Result<ReadBody, BodyError> {
@@ -187,7 +196,10 @@ async fn receive_body(
         idle: state.config.body_timeout,
         deadline: tokio::time::Instant::from_std(started + state.config.body_deadline),
     };
-    let read = read_body(incoming, declared_length(headers), &limits, memory).await?;
+    // The `Content-Length` hyper frames the body by, which it parsed already (none for a
+    // chunked body): not looked up and parsed again.
+    let declared = incoming.size_hint().exact();
+    let read = read_body(incoming, declared, &limits, memory).await?;
     if read.refused {
         return Err(BodyError::MemoryFull {
             complete: read.complete,
@@ -457,10 +469,11 @@ fn is_worker_script_fetch(headers: &HeaderMap) -> bool {
     if h(&SERVICE_WORKER).is_some_and(|v| v.eq_ignore_ascii_case(b"script")) {
         return true;
     }
+    // `Sec-Fetch-Site` only when the destination needs it: webhooks send neither.
     let dest = h(&SEC_FETCH_DEST);
     dest == Some(b"serviceworker")
-        || (h(&SEC_FETCH_SITE) == Some(b"same-origin")
-            && matches!(dest, Some(b"script" | b"worker" | b"sharedworker")))
+        || (matches!(dest, Some(b"script" | b"worker" | b"sharedworker"))
+            && h(&SEC_FETCH_SITE) == Some(b"same-origin"))
 }
 
 /// A browser opening the bare capture URL is sent to the inspector instead of being recorded.
@@ -481,13 +494,6 @@ fn is_browser_navigation(
         && query.is_none()
         && header("sec-fetch-mode").eq_ignore_ascii_case("navigate")
         && header(ACCEPT.as_str()).contains("text/html")
-}
-
-fn declared_length(headers: &HeaderMap) -> Option<u64> {
-    headers
-        .get(CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse().ok())
 }
 
 fn version_name(v: Version) -> &'static str {
