@@ -475,8 +475,11 @@ mod tests {
             view_token_hash: None,
         };
         store.create_bin(bin, None).await.unwrap();
+        let through_walbuf = walbuf::stats().wal_writes;
         capture(&store, 20).await;
         assert!(wal_len(&path) > 0);
+        // The writer's connection is walbuf's (schema::open_writer): its WAL writes pass there.
+        assert!(walbuf::stats().wal_writes > through_walbuf);
         assert_wal_emptied(&path).await;
         // Captures go on into a WAL that grows from nothing, and it is truncated again.
         capture(&store, 5).await;

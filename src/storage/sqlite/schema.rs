@@ -130,12 +130,17 @@ UPDATE bins SET last_request_id = max(last_request_id,
 pub fn open_writer(path: &Path, sync: Synchronous) -> Result<Connection, StoreError> {
     let open = |e| StoreError::open(path, e);
     create_private(path)?;
-    let conn = Connection::open_with_flags(
-        path,
-        OpenFlags::SQLITE_OPEN_READ_WRITE
-            | OpenFlags::SQLITE_OPEN_CREATE
-            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+        | OpenFlags::SQLITE_OPEN_CREATE
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    // The writer alone goes through walbuf: it hands each commit's WAL frames to the kernel in
+    // one write rather than two per page (crates/walbuf). Readers and the checkpoint thread
+    // see the same files through the default VFS. Where it cannot be registered (not Unix),
+    // the default VFS does the same job with more system calls.
+    let conn = match walbuf::register() {
+        Ok(vfs) => Connection::open_with_flags_and_vfs(path, flags, vfs),
+        Err(_) => Connection::open_with_flags(path, flags),
+    }
     .map_err(open)?;
     conn.busy_timeout(Duration::from_secs(5)).map_err(open)?;
     // Pragmas first and outside any transaction: journal_mode cannot change inside one.
