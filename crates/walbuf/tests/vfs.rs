@@ -1,13 +1,21 @@
 //! The VFS against real SQLite: a writer through `walbuf`, readers and copies through the
 //! default VFS, which must see every commit the moment it returns and nothing else.
 
-use std::path::Path;
-use std::sync::Mutex;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
 
 use rusqlite::{Connection, OpenFlags, params};
 
 /// The counters are per process: tests that read them run one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
+
+/// One test's turn (the counters), its directory, and the database path in it.
+fn setup() -> (MutexGuard<'static, ()>, tempfile::TempDir, PathBuf) {
+    let serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    (serial, dir, path)
+}
 
 fn writer(path: &Path, cache_pages: i64) -> Connection {
     let conn = Connection::open_with_flags_and_vfs(
@@ -71,9 +79,7 @@ fn expected(rows: i64, size: usize) -> (i64, i64) {
 
 #[test]
 fn every_commit_is_in_the_file_when_it_returns_and_frames_go_out_together() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("db");
+    let (_serial, _dir, path) = setup();
     let mut w = writer(&path, 2000);
     let r = reader(&path);
 
@@ -121,9 +127,7 @@ fn every_commit_is_in_the_file_when_it_returns_and_frames_go_out_together() {
 
 #[test]
 fn pages_rewritten_in_a_transaction_and_spilled_ones_stay_exact() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("db");
+    let (_serial, _dir, path) = setup();
     // A tiny cache: a big transaction spills pages to the WAL before its commit, and writes some
     // of them again, in place, when it changes them once more.
     let mut w = writer(&path, 10);
@@ -142,14 +146,8 @@ fn pages_rewritten_in_a_transaction_and_spilled_ones_stay_exact() {
             .unwrap();
         }
         tx.commit().unwrap();
-        let via_writer: (i64, i64) = w
-            .query_row(
-                "SELECT count(*), sum(id * 31 + k * 7 + length(v) + unicode(v)) FROM t",
-                [],
-                |x| Ok((x.get(0)?, x.get(1)?)),
-            )
-            .unwrap();
-        assert_eq!(digest(&r), via_writer, "round {round}");
+        // The writer reads its own pages from its cache; the reader, from the files.
+        assert_eq!(digest(&r), digest(&w), "round {round}");
     }
 
     // A spilled transaction that rolls back leaves nothing a reader can see.
@@ -171,9 +169,7 @@ fn pages_rewritten_in_a_transaction_and_spilled_ones_stay_exact() {
 
 #[test]
 fn a_copy_taken_after_any_commit_recovers_every_commit() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("db");
+    let (_serial, dir, path) = setup();
     let mut w = writer(&path, 2000);
     let r = reader(&path);
     insert(&mut w, 1, 400, 1000);
@@ -200,9 +196,7 @@ fn a_copy_taken_after_any_commit_recovers_every_commit() {
 
 #[test]
 fn a_reader_running_beside_the_commits_only_ever_sees_whole_commits() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("db");
+    let (_serial, _dir, path) = setup();
     let mut w = writer(&path, 2000);
     insert(&mut w, 1, 300, 1500);
     reader(&path)
@@ -243,9 +237,7 @@ fn a_reader_running_beside_the_commits_only_ever_sees_whole_commits() {
 
 #[test]
 fn big_transactions_go_out_in_pieces_and_read_back() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("db");
+    let (_serial, _dir, path) = setup();
     let mut w = writer(&path, 2000);
     let r = reader(&path);
     insert(&mut w, 1, 4, 3 << 20); // 12 MiB: the WAL grows (writes go straight through)
