@@ -51,6 +51,22 @@ fn digest(conn: &Connection) -> (i64, i64) {
     .unwrap()
 }
 
+/// Copies the WAL into the database (a PASSIVE checkpoint, which must not find it busy), so that
+/// the writer's next commit starts the WAL over.
+fn checkpoint(conn: &Connection) {
+    let busy: i64 = conn
+        .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |x| x.get(0))
+        .unwrap();
+    assert_eq!(busy, 0);
+}
+
+fn assert_intact(conn: &Connection) {
+    let ok: String = conn
+        .query_row("PRAGMA integrity_check", [], |x| x.get(0))
+        .unwrap();
+    assert_eq!(ok, "ok");
+}
+
 /// `n` bytes that differ per row, so that a stale page shows in the digest.
 fn value(i: i64, n: usize) -> Vec<u8> {
     let mut v = vec![b'a' + (i % 26) as u8; n];
@@ -91,12 +107,7 @@ fn every_commit_is_in_the_file_when_it_returns_and_frames_go_out_together() {
         rows += 10;
         assert_eq!(digest(&r), expected(rows, 1500));
     }
-    let (busy, _, _): (i64, i64, i64) = r
-        .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |x| {
-            Ok((x.get(0)?, x.get(1)?, x.get(2)?))
-        })
-        .unwrap();
-    assert_eq!(busy, 0);
+    checkpoint(&r);
 
     let before = walbuf::stats();
     let (mut commits, mut restarts) = (0, 0);
@@ -109,7 +120,7 @@ fn every_commit_is_in_the_file_when_it_returns_and_frames_go_out_together() {
             assert_eq!(digest(&r), expected(rows, 1500));
         }
         // Copied into the database: the next commit starts the WAL over, inside the bytes it has.
-        r.execute_batch("PRAGMA wal_checkpoint(PASSIVE)").unwrap();
+        checkpoint(&r);
         restarts += 1;
     }
     let after = walbuf::stats();
@@ -133,7 +144,7 @@ fn pages_rewritten_in_a_transaction_and_spilled_ones_stay_exact() {
     let mut w = writer(&path, 10);
     let r = reader(&path);
     insert(&mut w, 1, 2000, 300);
-    r.execute_batch("PRAGMA wal_checkpoint(PASSIVE)").unwrap();
+    checkpoint(&r);
     insert(&mut w, 2001, 10, 300); // the WAL starts over: overwrites from here on
 
     for round in 0..3 {
@@ -160,10 +171,7 @@ fn pages_rewritten_in_a_transaction_and_spilled_ones_stay_exact() {
     }
     assert_eq!(digest(&r), committed);
     insert(&mut w, 3001, 50, 300);
-    let ok: String = r
-        .query_row("PRAGMA integrity_check", [], |x| x.get(0))
-        .unwrap();
-    assert_eq!(ok, "ok");
+    assert_intact(&r);
     assert_eq!(digest(&r).0, committed.0 + 50);
 }
 
@@ -173,7 +181,7 @@ fn a_copy_taken_after_any_commit_recovers_every_commit() {
     let mut w = writer(&path, 2000);
     let r = reader(&path);
     insert(&mut w, 1, 400, 1000);
-    r.execute_batch("PRAGMA wal_checkpoint(PASSIVE)").unwrap();
+    checkpoint(&r);
 
     let mut rows = 400;
     for step in 0..5 {
@@ -187,10 +195,7 @@ fn a_copy_taken_after_any_commit_recovers_every_commit() {
         std::fs::copy(dir.path().join("db-wal"), copy.join("db-wal")).unwrap();
         let c = Connection::open(copy.join("db")).unwrap();
         assert_eq!(digest(&c), expected(rows, 1000), "copy after step {step}");
-        let ok: String = c
-            .query_row("PRAGMA integrity_check", [], |x| x.get(0))
-            .unwrap();
-        assert_eq!(ok, "ok");
+        assert_intact(&c);
     }
 }
 
@@ -199,9 +204,7 @@ fn a_reader_running_beside_the_commits_only_ever_sees_whole_commits() {
     let (_serial, _dir, path) = setup();
     let mut w = writer(&path, 2000);
     insert(&mut w, 1, 300, 1500);
-    reader(&path)
-        .execute_batch("PRAGMA wal_checkpoint(PASSIVE)")
-        .unwrap();
+    checkpoint(&reader(&path));
 
     // The reader checks each snapshot it gets while the writer commits: a commit published
     // before its frames were in the file would show as a count whose digest does not match,
@@ -225,9 +228,7 @@ fn a_reader_running_beside_the_commits_only_ever_sees_whole_commits() {
         insert(&mut w, rows + 1, 3, 1500);
         rows += 3;
         if i % 50 == 49 {
-            reader(&path)
-                .execute_batch("PRAGMA wal_checkpoint(PASSIVE)")
-                .unwrap();
+            checkpoint(&reader(&path));
         }
     }
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -241,15 +242,12 @@ fn big_transactions_go_out_in_pieces_and_read_back() {
     let mut w = writer(&path, 2000);
     let r = reader(&path);
     insert(&mut w, 1, 4, 3 << 20); // 12 MiB: the WAL grows (writes go straight through)
-    r.execute_batch("PRAGMA wal_checkpoint(PASSIVE)").unwrap();
+    checkpoint(&r);
     // The WAL starts over: 5 MiB rows fill the buffer many times over, in one commit, and the
     // last commits run past the WAL's old end.
     for i in 0..4 {
         insert(&mut w, 5 + i, 1, 5 << 20);
         assert_eq!(digest(&r).0, 5 + i);
     }
-    let ok: String = r
-        .query_row("PRAGMA integrity_check", [], |x| x.get(0))
-        .unwrap();
-    assert_eq!(ok, "ok");
+    assert_intact(&r);
 }
