@@ -41,7 +41,7 @@ const MAX_DRAIN_BYTES: u64 = 16 * 1024 * 1024;
 
 /// Records one request to `/r/{bin}[/...]` and answers it, in four steps: the head's checks,
 /// the body, the row, the answer. Every answer is sealed ([`seal`]): a recorded request's when
-/// it is decided ([`decide_answer`]), the refusals and redirects by [`refused`].
+/// it is decided (`decide_answer`), the refusals and redirects by `refused`.
 pub async fn capture(
     state: &AppState,
     req: Request<Incoming>,
