@@ -27,7 +27,10 @@ pub fn arg_value(name: &str) -> Option<String> {
         if arg == name {
             return args.next();
         }
-        if let Some(v) = arg.strip_prefix(name).and_then(|rest| rest.strip_prefix('=')) {
+        if let Some(v) = arg
+            .strip_prefix(name)
+            .and_then(|rest| rest.strip_prefix('='))
+        {
             return Some(v.to_owned());
         }
     }
@@ -37,7 +40,11 @@ pub fn arg_value(name: &str) -> Option<String> {
 /// `--listen ADDR`; default and `:PORT` shorthand mean 127.0.0.1 (`:0` picks a free port).
 pub fn listen_addr() -> SocketAddr {
     let raw = arg_value("--listen").unwrap_or_else(|| "127.0.0.1:0".to_owned());
-    let raw = if raw.starts_with(':') { format!("127.0.0.1{raw}") } else { raw };
+    let raw = if raw.starts_with(':') {
+        format!("127.0.0.1{raw}")
+    } else {
+        raw
+    };
     raw.parse().unwrap_or_else(|e| {
         eprintln!("error: bad --listen {raw:?}: {e}");
         std::process::exit(2)
@@ -49,8 +56,10 @@ pub type Resp = Response<Full<Bytes>>;
 pub fn text(status: StatusCode, body: impl Into<Bytes>) -> Resp {
     let mut resp = Response::new(Full::new(body.into()));
     *resp.status_mut() = status;
-    resp.headers_mut()
-        .insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("text/plain"));
+    resp.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("text/plain"),
+    );
     resp
 }
 
@@ -84,7 +93,9 @@ where
                 let fut = handler(req);
                 async move { Ok::<_, Infallible>(fut.await) }
             });
-            let _ = http1::Builder::new().serve_connection(TokioIo::new(stream), svc).await;
+            let _ = http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), svc)
+                .await;
         });
     }
 }

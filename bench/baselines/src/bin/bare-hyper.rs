@@ -5,11 +5,14 @@ use hyper::StatusCode;
 
 #[tokio::main]
 async fn main() -> std::io::Result<()> {
-    serve("bare-hyper", |req: hyper::Request<hyper::body::Incoming>| async move {
-        match read_body(req.into_body()).await {
-            Ok(_) => text(StatusCode::OK, "ok"),
-            Err(_) => text(StatusCode::BAD_REQUEST, "bad body"),
-        }
-    })
+    serve(
+        "bare-hyper",
+        |req: hyper::Request<hyper::body::Incoming>| async move {
+            match read_body(req.into_body()).await {
+                Ok(_) => text(StatusCode::OK, "ok"),
+                Err(_) => text(StatusCode::BAD_REQUEST, "bad body"),
+            }
+        },
+    )
     .await
 }

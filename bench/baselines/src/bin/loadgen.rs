@@ -709,13 +709,12 @@ fn thread_cpu_ms() -> std::collections::HashMap<String, u64> {
             continue;
         };
         let fields: Vec<&str> = stat[close + 2..].split(' ').collect();
-        let ticks: u64 = fields[11].parse::<u64>().unwrap_or(0) + fields[12].parse::<u64>().unwrap_or(0);
+        let ticks: u64 =
+            fields[11].parse::<u64>().unwrap_or(0) + fields[12].parse::<u64>().unwrap_or(0);
         *by_name.entry(stat[open + 1..close].to_owned()).or_insert(0) += ticks * tick_ms;
     }
     by_name
 }
-
-
 
 /// Opens one stream from `from` and counts its `request` events until the process ends.
 async fn watch(
@@ -874,7 +873,9 @@ impl Sse {
 
     fn publish(&self, tally: &StreamTally) {
         tally.events.store(self.events, Ordering::Relaxed);
-        tally.out_of_order.store(self.out_of_order, Ordering::Relaxed);
+        tally
+            .out_of_order
+            .store(self.out_of_order, Ordering::Relaxed);
         tally.last_id.store(self.last_id, Ordering::Relaxed);
     }
 }

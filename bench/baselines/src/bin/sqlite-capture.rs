@@ -98,7 +98,11 @@ fn writer(mut conn: Connection, mut rx: mpsc::Receiver<Op>) {
                 Op::Count(_) => None,
             })
             .collect();
-        let result = if rows.is_empty() { Ok(()) } else { write_batch(&mut conn, &rows) };
+        let result = if rows.is_empty() {
+            Ok(())
+        } else {
+            write_batch(&mut conn, &rows)
+        };
         let result = result.map_err(|e| e.to_string());
         for op in batch.drain(..) {
             match op {
@@ -117,7 +121,10 @@ fn writer(mut conn: Connection, mut rx: mpsc::Receiver<Op>) {
 }
 
 fn now_ms() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
 }
 
 #[tokio::main]
@@ -134,50 +141,60 @@ async fn main() -> std::io::Result<()> {
     });
     let (tx, rx) = mpsc::channel::<Op>(QUEUE);
     // The writer is a plain OS thread that owns the connection.
-    std::thread::Builder::new().name("sqlite-writer".into()).spawn(move || writer(conn, rx))?;
+    std::thread::Builder::new()
+        .name("sqlite-writer".into())
+        .spawn(move || writer(conn, rx))?;
 
-    serve("sqlite-capture", move |req: hyper::Request<hyper::body::Incoming>| {
-        let tx = tx.clone();
-        async move {
-            if req.method() == Method::GET && req.uri().path() == "/count" {
+    serve(
+        "sqlite-capture",
+        move |req: hyper::Request<hyper::body::Incoming>| {
+            let tx = tx.clone();
+            async move {
+                if req.method() == Method::GET && req.uri().path() == "/count" {
+                    let (reply, wait) = oneshot::channel();
+                    if tx.send(Op::Count(reply)).await.is_err() {
+                        return text(StatusCode::SERVICE_UNAVAILABLE, "writer gone");
+                    }
+                    return match wait.await {
+                        Ok(Ok(n)) => text(StatusCode::OK, n.to_string()),
+                        _ => text(StatusCode::INTERNAL_SERVER_ERROR, "count failed"),
+                    };
+                }
+                let received_at = now_ms();
+                let (parts, body) = req.into_parts();
+                let body = match read_body(body).await {
+                    Ok(b) => b,
+                    Err(_) => return text(StatusCode::BAD_REQUEST, "bad body"),
+                };
+                let mut headers = Vec::with_capacity(256);
+                for (name, value) in &parts.headers {
+                    headers.extend_from_slice(name.as_str().as_bytes());
+                    headers.extend_from_slice(b": ");
+                    headers.extend_from_slice(value.as_bytes());
+                    headers.extend_from_slice(b"\r\n");
+                }
+                let row = Row {
+                    method: parts.method.as_str().to_owned(),
+                    path: parts
+                        .uri
+                        .path_and_query()
+                        .map(|p| p.as_str())
+                        .unwrap_or("/")
+                        .to_owned(),
+                    headers,
+                    body,
+                    received_at,
+                };
                 let (reply, wait) = oneshot::channel();
-                if tx.send(Op::Count(reply)).await.is_err() {
+                if tx.send(Op::Insert(row, reply)).await.is_err() {
                     return text(StatusCode::SERVICE_UNAVAILABLE, "writer gone");
                 }
-                return match wait.await {
-                    Ok(Ok(n)) => text(StatusCode::OK, n.to_string()),
-                    _ => text(StatusCode::INTERNAL_SERVER_ERROR, "count failed"),
-                };
+                match wait.await {
+                    Ok(Ok(())) => text(StatusCode::OK, "ok"),
+                    _ => text(StatusCode::INTERNAL_SERVER_ERROR, "commit failed"),
+                }
             }
-            let received_at = now_ms();
-            let (parts, body) = req.into_parts();
-            let body = match read_body(body).await {
-                Ok(b) => b,
-                Err(_) => return text(StatusCode::BAD_REQUEST, "bad body"),
-            };
-            let mut headers = Vec::with_capacity(256);
-            for (name, value) in &parts.headers {
-                headers.extend_from_slice(name.as_str().as_bytes());
-                headers.extend_from_slice(b": ");
-                headers.extend_from_slice(value.as_bytes());
-                headers.extend_from_slice(b"\r\n");
-            }
-            let row = Row {
-                method: parts.method.as_str().to_owned(),
-                path: parts.uri.path_and_query().map(|p| p.as_str()).unwrap_or("/").to_owned(),
-                headers,
-                body,
-                received_at,
-            };
-            let (reply, wait) = oneshot::channel();
-            if tx.send(Op::Insert(row, reply)).await.is_err() {
-                return text(StatusCode::SERVICE_UNAVAILABLE, "writer gone");
-            }
-            match wait.await {
-                Ok(Ok(())) => text(StatusCode::OK, "ok"),
-                _ => text(StatusCode::INTERNAL_SERVER_ERROR, "commit failed"),
-            }
-        }
-    })
+        },
+    )
     .await
 }
