@@ -68,6 +68,10 @@ unlock() { [[ -z $LOCK_FD ]] || flock -u "$LOCK_FD"; }
 # ---------------------------------------------------------------------------------------------
 # Builds
 
+# The baselines build_tools builds: the load generator, and what a script adds (viewers.sh:
+# bare-streams).
+BASE_BINS=(loadgen)
+
 build_tools() { # [NEED_HOOKBIN=1]
     if [[ $SKIP_BUILD != 1 ]]; then
         lock -s
@@ -75,9 +79,9 @@ build_tools() { # [NEED_HOOKBIN=1]
             say "bench: building hookbin (cargo build --profile dist in $MAIN_DIR) ..."
             (cd "$MAIN_DIR" && cargo build --profile dist --bin hookbin) || die "hookbin dist build failed"
         fi
-        say "bench: building the load generator (cargo build --profile dist in $BASE_DIR) ..."
+        say "bench: building ${BASE_BINS[*]} (cargo build --profile dist in $BASE_DIR) ..."
         CARGO_TARGET_DIR=$BASE_TARGET cargo build --profile dist --manifest-path "$BASE_DIR/Cargo.toml" \
-            --bin loadgen || die "load generator build failed"
+            "${BASE_BINS[@]/#/--bin=}" || die "baselines build failed (${BASE_BINS[*]})"
         unlock
     fi
     [[ -x $LOADGEN ]] || die "missing $LOADGEN (build bench/baselines, or set BENCH_LOADGEN)"

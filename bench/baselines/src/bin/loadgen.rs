@@ -580,6 +580,8 @@ impl Conn {
 #[derive(Default)]
 struct StreamTally {
     events: AtomicU64,
+    /// Bytes of the response body (chunk data: events, comments), as read.
+    bytes: AtomicU64,
     last_id: AtomicU64,
     /// Events whose id was not the previous one + 1 (a gap or a duplicate).
     out_of_order: AtomicU64,
@@ -659,6 +661,10 @@ async fn viewers_main(args: &[String]) -> i32 {
         .iter()
         .map(|t| t.events.load(Ordering::Relaxed))
         .collect();
+    let bytes: u64 = tallies
+        .iter()
+        .map(|t| t.bytes.load(Ordering::Relaxed))
+        .sum();
     let complete = tallies
         .iter()
         .filter(|t| {
@@ -674,7 +680,8 @@ async fn viewers_main(args: &[String]) -> i32 {
     };
     println!(
         "STREAMS streams={streams} complete={complete} failed={} out_of_order={} expected_events={want} \
-         min_events={} max_events={} catch_up_ms={} reader_cpu_ms={} sender_cpu_ms={}",
+         min_events={} max_events={} events={} bytes={bytes} catch_up_ms={} reader_cpu_ms={} \
+         sender_cpu_ms={}",
         tallies
             .iter()
             .filter(|t| t.failed.load(Ordering::Relaxed))
@@ -685,6 +692,7 @@ async fn viewers_main(args: &[String]) -> i32 {
             .sum::<u64>(),
         events.iter().min().copied().unwrap_or(0),
         events.iter().max().copied().unwrap_or(0),
+        events.iter().sum::<u64>(),
         waited.as_millis(),
         spent("viewers"),
         spent("capture")
@@ -873,6 +881,7 @@ impl Sse {
 
     fn publish(&self, tally: &StreamTally) {
         tally.events.store(self.events, Ordering::Relaxed);
+        tally.bytes.store(self.bytes, Ordering::Relaxed);
         tally
             .out_of_order
             .store(self.out_of_order, Ordering::Relaxed);
