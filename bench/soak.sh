@@ -80,10 +80,11 @@ BG_PIDS+=($!)
 # Where hookbin's time and bytes go, every 10 s: CPU ticks of the writer thread, of the
 # checkpoint thread and of the whole process (/proc/PID/task/*/stat, utime + stime), and the
 # process's I/O counters (/proc/PID/io: pread/read bytes, pwrite/write bytes, bytes read from and
-# written to the disk). Divided by the captures of each minute below.
+# written to the disk), and the writer's commits and WAL bytes (/metrics). Divided by the captures
+# of each minute below.
 PROC=$WORK/proc.csv
 (
-    say "t_s,writer_ticks,checkpoint_ticks,all_ticks,rchar,wchar,read_bytes,write_bytes"
+    say "t_s,writer_ticks,checkpoint_ticks,all_ticks,rchar,wchar,read_bytes,write_bytes,commits,wal_bytes"
     t0=$(date +%s)
     while kill -0 "$pid" 2>/dev/null; do
         row=$(for task in /proc/"$pid"/task/*; do
@@ -93,7 +94,9 @@ PROC=$WORK/proc.csv
             END { printf "%d,%d,%d", w, c, a }')
         io=$(awk '$1 == "rchar:" { r = $2 } $1 == "wchar:" { w = $2 } $1 == "read_bytes:" { rb = $2 }
             $1 == "write_bytes:" { wb = $2 } END { printf "%d,%d,%d,%d", r, w, rb, wb }' "/proc/$pid/io" 2>/dev/null) || true
-        [[ -n $row && -n $io ]] && say "$(($(date +%s) - t0)),$row,$io"
+        writes=$(curl -s --max-time 5 "http://$addr/metrics" | awk '$1 == "hookbin_write_batches_total" { c = $2 }
+            $1 == "hookbin_database_wal_written_bytes_total" { w = $2 } END { printf "%d,%d", c, w }') || true
+        [[ -n $row && -n $io ]] && say "$(($(date +%s) - t0)),$row,$io,${writes:-0,0}"
         sleep 10
     done
 ) >"$PROC" &
@@ -114,18 +117,20 @@ awk -F, 'NR == 1 { next } { if ($1 % 60 == 0 || NR == 2) printf "  t %4ds  %8.0f
 say "pages (page_count, freelist_count) every 60 s:"
 awk -F, 'NR > 1 && $1 % 60 < 10 { printf "  t %4ds  %8d pages  %7d free\n", $1, $2, $3 }' "$PAGES"
 say "per capture, each minute (CPU in us: writer thread, checkpoint thread, whole process; bytes: read()"
-say "and pread(), write() and pwrite(), read from and written to the disk; /proc/PID every 10 s):"
+say "and pread(), write() and pwrite(), read from and written to the disk; /proc/PID every 10 s;"
+say "captures per commit and WAL bytes per capture, from /metrics):"
 awk -F, -v hz="$TICKS" 'FNR == 1 { f++; next }
     f == 1 { m = int(($1 - 0.001) / 60); n[m] += $3; next }   # captures per minute, from the CSV
     { m = int($1 / 60); if (!(m in first)) first[m] = $0; last[m] = $0 }
-    END { printf "  %6s %9s %8s %8s %8s %9s %9s %9s %9s\n", "minute", "captures", "writer", "ckpt", "all", "rchar", "wchar", "disk rd", "disk wr"
+    END { printf "  %6s %9s %8s %8s %8s %9s %9s %9s %9s %8s %8s\n", "minute", "captures", "writer", "ckpt", "all", "rchar", "wchar", "disk rd", "disk wr", "capt/cmt", "WAL B"
         for (m = 0; m in n; m++) {
             if (!((m + 1) in first)) break
             split(first[m], a, ","); split(first[m + 1], b, ",")
             c = n[m] * (b[1] - a[1]) / 60; if (c <= 0) continue
-            printf "  %6d %9d %8.2f %8.2f %8.2f %9.0f %9.0f %9.0f %9.0f\n", m + 1, n[m],
+            printf "  %6d %9d %8.2f %8.2f %8.2f %9.0f %9.0f %9.0f %9.0f %8.1f %8.0f\n", m + 1, n[m],
                 (b[2] - a[2]) * 1e6 / hz / c, (b[3] - a[3]) * 1e6 / hz / c, (b[4] - a[4]) * 1e6 / hz / c,
-                (b[5] - a[5]) / c, (b[6] - a[6]) / c, (b[7] - a[7]) / c, (b[8] - a[8]) / c } }' "$CSV" "$PROC"
+                (b[5] - a[5]) / c, (b[6] - a[6]) / c, (b[7] - a[7]) / c, (b[8] - a[8]) / c,
+                (b[9] > a[9] ? c / (b[9] - a[9]) : 0), (b[10] - a[10]) / c } }' "$CSV" "$PROC"
 log=$WORK/hookbin.log
 if grep -q 'writer checkpoint' "$log"; then
     say "the writer's own (WAL restart) checkpoints each minute (hookbin's debug log):"

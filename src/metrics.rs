@@ -53,6 +53,10 @@ pub struct Gauges {
     pub database_limit_bytes: Option<u64>,
     pub open_connections: usize,
     pub body_memory_bytes: u64,
+    /// Counters kept by storage, read like the gauges: the writer's commits...
+    pub write_batches: u64,
+    /// ...and the bytes SQLite wrote to its WAL (`None` on PostgreSQL).
+    pub wal_written_bytes: Option<u64>,
 }
 
 impl Metrics {
@@ -201,6 +205,24 @@ impl Metrics {
             let _ = writeln!(
                 out,
                 "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {value}"
+            );
+        }
+        let mut written = vec![(
+            "hookbin_write_batches_total",
+            "Write transactions the database writer committed, each a batch of captures under load (group commit; SQLite: also its other writes).",
+            g.write_batches,
+        )];
+        if let Some(bytes) = g.wal_written_bytes {
+            written.push((
+                "hookbin_database_wal_written_bytes_total",
+                "Bytes SQLite wrote to its WAL: pages and their frame headers.",
+                bytes,
+            ));
+        }
+        for (name, help, value) in written {
+            let _ = writeln!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} counter\n{name} {value}"
             );
         }
         if let Some(limit) = g.database_limit_bytes {

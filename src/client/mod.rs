@@ -614,7 +614,15 @@ mod tests {
             .await
             .unwrap_err();
         assert!(e.is_timeout() && e.is_transient(), "{e}");
-        drop(listener);
+        // A port that is bound but not listening refuses connections, and stays ours for the
+        // whole test: a dropped listener's port could be taken by another test's bind in
+        // between (seen once, as "connection reset" instead of a connect error).
+        let closed =
+            socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+        let any_port: std::net::SocketAddr = "127.0.0.1:0".parse().unwrap();
+        closed.bind(&any_port.into()).unwrap();
+        let closed_addr = closed.local_addr().unwrap().as_socket().unwrap();
+        let url = HttpUrl::parse(&format!("http://{closed_addr}/")).unwrap();
         let e = client
             .send(&url, &request, Duration::from_secs(10))
             .await

@@ -38,6 +38,7 @@ pub fn metrics(state: &AppState) -> Response<Body> {
         }
         None => state.store.used_bytes(),
     };
+    let writes = state.store.write_stats();
     let gauges = Gauges {
         write_queue_depth: state.store.queue_depth(),
         write_queue_capacity: state.config.write_queue,
@@ -47,6 +48,8 @@ pub fn metrics(state: &AppState) -> Response<Body> {
         database_limit_bytes: state.config.max_db_bytes,
         open_connections: state.open_connections.load(Ordering::Relaxed),
         body_memory_bytes: state.body_memory.used(),
+        write_batches: writes.batches,
+        wal_written_bytes: writes.wal_bytes,
     };
     body::with_type(
         StatusCode::OK,

@@ -437,6 +437,18 @@ macro_rules! dispatch {
     };
 }
 
+/// The writer's work since the process started, for /metrics: with the captures counted there,
+/// captures per batch (group commit) and WAL bytes per capture, the two figures that set how
+/// much a capture costs the disk (bench/RESULTS.md).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WriteStats {
+    /// Write transactions committed: one per batch (SQLite: every write the writer thread
+    /// commits, captures and the rest; PostgreSQL: the capture batches).
+    pub batches: u64,
+    /// Bytes SQLite wrote to its WAL (frames and headers); `None` on PostgreSQL.
+    pub wal_bytes: Option<u64>,
+}
+
 impl Store {
     /// Opens the database named by `config.location` (creating or migrating its schema) and
     /// starts the engine's writer. `now` is the current unix time in ms.
@@ -483,6 +495,11 @@ impl Store {
     /// Writes waiting for the writer right now.
     pub fn queue_depth(&self) -> usize {
         dispatch!(self, s => s.queue_depth())
+    }
+
+    /// What the writer has committed since the process started (/metrics).
+    pub fn write_stats(&self) -> WriteStats {
+        dispatch!(self, s => s.write_stats())
     }
 
     /// The live bin `id` as this node knows it, without a query: authoritative on SQLite, a

@@ -95,6 +95,41 @@ fn promtool_accepts_the_metrics_of_a_busy_server() {
     }
 }
 
+/// The writer's counters: a capture sent alone is a batch of its own, and on SQLite each writes
+/// at least one WAL frame (a 4 KiB page and its 24-byte header).
+#[test]
+fn write_batches_and_wal_bytes_count_the_commits() {
+    let server = Server::start(&[]);
+    let bin = server.create_bin();
+    let batches = |s: &Server| s.metric("hookbin_write_batches_total").unwrap();
+    let wal = |s: &Server| s.metric("hookbin_database_wal_written_bytes_total");
+    let (batches_before, wal_before) = (batches(&server), wal(&server));
+    for i in 0..10u8 {
+        server.capture(&bin, &[b'a' + i; 100]);
+    }
+    let committed = batches(&server) - batches_before;
+    assert!(
+        committed >= 10,
+        "10 captures one after another, {committed} batches"
+    );
+    if crate::pg::postgres() {
+        assert_eq!(
+            wal_before, None,
+            "PostgreSQL's WAL is not hookbin's to count"
+        );
+        assert_eq!(
+            committed, 10,
+            "only capture batches are counted on PostgreSQL"
+        );
+    } else {
+        let written = wal(&server).unwrap() - wal_before.unwrap();
+        assert!(
+            written >= 10 * (4096 + 24),
+            "{written} WAL bytes for 10 commits"
+        );
+    }
+}
+
 #[test]
 fn promtool_accepts_the_scrape_config_and_the_alert_rules() {
     let Some(promtool) = promtool() else { return };

@@ -12,13 +12,8 @@ use crate::util::{Server, b64};
 
 /// The value of one sample in the `/metrics` text.
 fn metric(s: &Server, name: &str) -> u64 {
-    let text = s.get("/metrics").text();
-    text.lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
-        .unwrap_or_else(|| panic!("{name} not in /metrics:\n{text}"))
-        .trim()
-        .parse()
-        .unwrap()
+    s.metric(name)
+        .unwrap_or_else(|| panic!("{name} not in /metrics"))
 }
 
 #[test]

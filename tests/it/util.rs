@@ -264,6 +264,15 @@ impl Server {
         self.request("GET", path, &[], b"")
     }
 
+    /// The value of one sample in the `/metrics` text; `None` when it is not served.
+    pub fn metric(&self, name: &str) -> Option<u64> {
+        let text = self.get("/metrics").text();
+        let line = text
+            .lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))?;
+        Some(line.trim().parse().unwrap())
+    }
+
     pub fn delete(&self, path: &str) -> Response {
         self.request("DELETE", path, &[], b"")
     }

@@ -63,16 +63,20 @@ pub struct Stats {
     pub wal_writes: u64,
     /// Writes handed on to the default VFS for them (buffers and pass-through writes).
     pub os_writes: u64,
+    /// Bytes of those `xWrite` calls: frames (24-byte header and page) and WAL headers.
+    pub wal_bytes: u64,
 }
 
 static WAL_WRITES: AtomicU64 = AtomicU64::new(0);
 static OS_WRITES: AtomicU64 = AtomicU64::new(0);
+static WAL_BYTES: AtomicU64 = AtomicU64::new(0);
 
 /// What this process has written through the VFS so far.
 pub fn stats() -> Stats {
     Stats {
         wal_writes: WAL_WRITES.load(Ordering::Relaxed),
         os_writes: OS_WRITES.load(Ordering::Relaxed),
+        wal_bytes: WAL_BYTES.load(Ordering::Relaxed),
     }
 }
 
@@ -347,6 +351,7 @@ unsafe extern "C" fn write(
             return real!(f, xWrite, data, amt, off);
         }
         WAL_WRITES.fetch_add(1, Ordering::Relaxed);
+        WAL_BYTES.fetch_add(amt as u64, Ordering::Relaxed);
         let bytes = std::slice::from_raw_parts(data.cast::<u8>(), amt as usize);
         let end = off + i64::from(amt);
         if (*f).size < 0 {

@@ -134,6 +134,20 @@ fn every_commit_is_in_the_file_when_it_returns_and_frames_go_out_together() {
         made <= commits + restarts + 1,
         "{made} writes were made for {asked} asked, over {commits} commits"
     );
+    // The bytes asked for are exactly frames (24-byte header + 4 KiB page, two writes) and
+    // WAL headers (32 bytes, one write, at most one per restart).
+    let bytes = after.wal_bytes - before.wal_bytes;
+    let frames = (bytes - 32 * asked) / (4096 + 24 - 2 * 32);
+    let headers = asked - 2 * frames;
+    assert_eq!(
+        bytes,
+        frames * (4096 + 24) + headers * 32,
+        "{bytes} bytes in {asked} writes"
+    );
+    assert!(
+        headers <= restarts + 1,
+        "{headers} WAL headers for {restarts} restarts"
+    );
 }
 
 #[test]

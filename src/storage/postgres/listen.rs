@@ -400,6 +400,7 @@ mod tests {
             relay: Default::default(),
             misses: Default::default(),
             used_bytes: Default::default(),
+            batches: Default::default(),
         }
     }
 

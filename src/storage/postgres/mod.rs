@@ -41,7 +41,7 @@ use tokio_postgres::NoTls;
 
 use super::{
     BinEntry, NewCapture, PendingCapture, ReapProgress, ScanBudget, SearchPage, StoreConfig,
-    StoreError, Subscription, stored_response,
+    StoreError, Subscription, WriteStats, stored_response,
 };
 use crate::events::EventHub;
 use crate::model::{Bin, RequestSummary, StoredRequest};
@@ -135,6 +135,8 @@ struct Shared {
     /// The stored bytes of every bin (`--max-db-bytes`): refreshed from the database once a
     /// second while capturing and after deletes, plus this node's batches in between.
     used_bytes: AtomicU64,
+    /// Capture batches the writer committed (/metrics).
+    batches: AtomicU64,
 }
 
 impl Shared {
@@ -227,6 +229,7 @@ impl PgStore {
             relay: Mutex::new(listen::Relay::default()),
             misses: Mutex::new(misses::Misses::default()),
             used_bytes: AtomicU64::new(0),
+            batches: AtomicU64::new(0),
         });
         writer::refresh_size(&pool, &shared).await;
         // The first LISTEN before serving: a stream opened on this node from now on sees every
@@ -264,6 +267,14 @@ impl PgStore {
 
     pub fn used_bytes(&self) -> u64 {
         self.shared.used_bytes.load(Ordering::Relaxed)
+    }
+
+    /// The capture batches committed; PostgreSQL's WAL is the server's, not counted here.
+    pub fn write_stats(&self) -> WriteStats {
+        WriteStats {
+            batches: self.shared.batches.load(Ordering::Relaxed),
+            wal_bytes: None,
+        }
     }
 
     pub fn queue_depth(&self) -> usize {

@@ -172,6 +172,9 @@ async fn commit(
     let outcomes = match result {
         Ok((outcomes, delta, evicted_through)) => {
             floors.raise(evicted_through);
+            shared
+                .batches
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             // Other nodes' writes come in with the next refresh.
             let used = &shared.used_bytes;
             let now = used.load(std::sync::atomic::Ordering::Relaxed) as i64;

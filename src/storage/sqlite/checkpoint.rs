@@ -30,7 +30,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
@@ -65,13 +65,23 @@ pub const IDLE_TRUNCATE: Duration = Duration::from_secs(5);
 /// restarted WAL reports its few new frames from the first commit on. Between the writer's own
 /// checkpoint and its next commit it still says the old size, and nothing reads it then (the
 /// writer checks it after its batches, each of which commits first).
+/// It also counts those commits (/metrics).
 #[derive(Debug, Default)]
-pub struct WalSize(AtomicI64);
+pub struct WalSize {
+    frames: AtomicI64,
+    commits: AtomicU64,
+}
 
 impl WalSize {
     /// A commit of the writer left `frames` in the WAL (its WAL hook).
     pub fn committed(&self, frames: i64) {
-        self.0.store(frames, Ordering::Relaxed);
+        self.frames.store(frames, Ordering::Relaxed);
+        self.commits.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The writer's commits that wrote to the WAL so far.
+    pub fn commits(&self) -> u64 {
+        self.commits.load(Ordering::Relaxed)
     }
 
     /// Whether the writer should checkpoint (and so restart the WAL) now.
@@ -81,11 +91,11 @@ impl WalSize {
 
     /// The writer truncated the WAL (see [`truncate_idle`]).
     pub fn truncated(&self) {
-        self.committed(0);
+        self.frames.store(0, Ordering::Relaxed);
     }
 
     fn frames(&self) -> i64 {
-        self.0.load(Ordering::Relaxed)
+        self.frames.load(Ordering::Relaxed)
     }
 }
 

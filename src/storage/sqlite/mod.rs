@@ -23,7 +23,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::{
     BinEntry, NewCapture, PendingCapture, ReapProgress, ScanBudget, SearchPage, StoreConfig,
-    StoreError, Subscription,
+    StoreError, Subscription, WriteStats,
 };
 use crate::events::EventHub;
 use crate::model::{Bin, RequestSummary, StoredRequest};
@@ -43,6 +43,8 @@ pub struct SqliteStore {
     used_bytes: Arc<AtomicU64>,
     /// What the writer publishes to.
     events: Arc<EventHub>,
+    /// The WAL's size and the writer's commits, as its WAL hook reports them.
+    wal: Arc<checkpoint::WalSize>,
 }
 
 /// The background threads of a [`SqliteStore`]: the writer, and the checkpointer beside it.
@@ -103,6 +105,7 @@ impl SqliteStore {
         let checkpoint_conn = checkpoint::open(path)?;
         let (stop_checkpoints, stop) = std::sync::mpsc::channel();
         let checkpoint_wal = wal.clone();
+        let store_wal = wal.clone();
         // A weak handle: the writer still stops once every `Store` handle is gone.
         let idle_writer = tx.downgrade();
         let ask_truncate = move || {
@@ -138,6 +141,7 @@ impl SqliteStore {
             path: path.to_owned(),
             used_bytes,
             events,
+            wal: store_wal,
         };
         let threads = WriterThread {
             writer,
@@ -160,6 +164,16 @@ impl SqliteStore {
     /// Writes waiting for the writer thread right now.
     pub fn queue_depth(&self) -> usize {
         self.write_capacity - self.writes.capacity()
+    }
+
+    /// The writer's commits, and the bytes written to WAL files through walbuf: only the
+    /// writer's connection uses it, and a process has one store (tests aside, where several
+    /// stores add up).
+    pub fn write_stats(&self) -> WriteStats {
+        WriteStats {
+            batches: self.wal.commits(),
+            wal_bytes: Some(walbuf::stats().wal_bytes),
+        }
     }
 
     /// The writer publishes each commit as it happens, so a plain subscription misses nothing
