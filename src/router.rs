@@ -151,9 +151,7 @@ async fn dispatch(
     if req.uri().path().starts_with("/r/") {
         let ip = client::client_ip(&state.config, conn.peer, req.headers());
         let Some(_in_flight) = state.clients.take(ip, Slot::Request) else {
-            let mut res = too_many_requests(&state);
-            capture::seal(&mut res);
-            return res;
+            return capture::refused(too_many_requests(&state));
         };
         return capture::capture(&state, req, &conn, raw).await;
     }

@@ -77,8 +77,9 @@ pub async fn capture(
     answer(state, res, delay_ms, &read, request_id).await
 }
 
-/// An answer of [`capture`] other than the recorded request's, sealed.
-fn refused(mut res: Response<Body>) -> Response<Body> {
+/// An answer under `/r/` other than a recorded request's, sealed: `capture`'s refusals and the
+/// router's 429 for a client at its cap.
+pub fn refused(mut res: Response<Body>) -> Response<Body> {
     seal(&mut res);
     res
 }
