@@ -80,6 +80,31 @@ pub fn stats() -> Stats {
     }
 }
 
+/// Starts writing `len` bytes of `file` from `offset` to its disk (0: to the end of the file)
+/// and returns without waiting for them to arrive: `sync_file_range(SYNC_FILE_RANGE_WRITE)` on
+/// Linux, nothing elsewhere. It promises no durability (no flush of the disk's cache, no
+/// metadata); it makes a later `fsync` of the file find less to write, so that it is short.
+pub fn start_writeback(file: &std::fs::File, offset: u64, len: u64) -> std::io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        let (Ok(offset), Ok(len)) = (i64::try_from(offset), i64::try_from(len)) else {
+            return Err(std::io::ErrorKind::InvalidInput.into());
+        };
+        // SAFETY: the descriptor is open for the whole call (borrowed from `file`) and no
+        // memory is passed.
+        let done = unsafe {
+            libc::sync_file_range(file.as_raw_fd(), offset, len, libc::SYNC_FILE_RANGE_WRITE)
+        };
+        if done != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (file, offset, len);
+    Ok(())
+}
+
 /// The registered VFS and the default one it wraps, both alive for the rest of the process.
 struct Registered {
     real: *mut ffi::sqlite3_vfs,

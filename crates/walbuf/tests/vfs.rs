@@ -265,3 +265,20 @@ fn big_transactions_go_out_in_pieces_and_read_back() {
     }
     assert_intact(&r);
 }
+
+#[test]
+fn writeback_starts_on_a_file_and_fails_on_what_is_not_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("data");
+    std::fs::write(&path, vec![7u8; 1 << 20]).unwrap();
+    // Read-only is enough: the WAL is opened that way by the server's checkpoint thread.
+    let file = std::fs::File::open(&path).unwrap();
+    walbuf::start_writeback(&file, 0, 0).unwrap();
+    walbuf::start_writeback(&file, 4096, 65536).unwrap();
+    if cfg!(target_os = "linux") {
+        // A pipe has no pages to write back: the kernel's error (ESPIPE) comes back.
+        let (reader, _writer) = std::io::pipe().unwrap();
+        let not_a_file = std::fs::File::from(std::os::fd::OwnedFd::from(reader));
+        assert!(walbuf::start_writeback(&not_a_file, 0, 0).is_err());
+    }
+}
