@@ -147,14 +147,14 @@ pub fn run(
 /// to write. Without it that `fsync` wrote everything committed since the last background pass
 /// (up to [`CHUNK`] frames and more, ~2 MiB), and the restart checkpoints, about ten a second
 /// at 13,000 captures/s in bench/soak.sh, set the capture p99. Measured there (240 s runs at
-/// 13,000/s, bench/RESULTS.md 2026-12-02 16:40): the writer's restart checkpoints 2.2-4.8 ms on
+/// 13,000/s, bench/RESULTS.md 2026-12-02 15:41): the writer's restart checkpoints 2.2-4.8 ms on
 /// average against 3.9-7.6 ms, the capture p99 of the soaked minutes 6.7 ms (median of 12)
 /// against 9.0 ms (of 15).
 ///
 /// Only whole file pages, [`WRITEBACK_AT`] bytes at a time: the last page of a commit's frames
 /// is written again by the next commit, and a call at every look (each 1 ms) cost the thread
 /// ~3 us a capture; in 512 KiB steps, under 1 us. Either way the process dirties ~2 KB more page
-/// cache a capture (`/proc/PID/io` write_bytes: 15.4-16.9 KB against 13.4-14.3), which the
+/// cache a capture (`/proc/PID/io` write_bytes: 15.4-17.0 KB against 13.4-14.3), which the
 /// same bytes written (`wchar`, 17.9-19.2 KB in both) do not explain; left for later.
 struct Writeback {
     path: Option<std::path::PathBuf>,
