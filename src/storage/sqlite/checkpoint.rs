@@ -171,6 +171,8 @@ struct Writeback {
 const WRITEBACK_AT: u64 = 512 * 1024;
 /// The WAL file's header, before the first frame.
 const WAL_HEADER: u64 = 32;
+/// A WAL frame's header, before its page.
+const FRAME_HEADER: u64 = 24;
 /// The kernel's page, the unit the page cache writes.
 const FILE_PAGE: u64 = 4096;
 
@@ -182,7 +184,7 @@ impl Writeback {
                 .filter(|p| !p.is_empty())
                 .map(|p| format!("{p}-wal").into()),
             file: None,
-            frame_bytes: page_size + 24,
+            frame_bytes: page_size + FRAME_HEADER,
             frames: 0,
             started: 0,
         }
