@@ -35,7 +35,7 @@ const CHANNEL_CAPACITY: usize = 256;
 /// this many bytes (summaries and their text, as estimated by `Batch::weight`; per bin, so n
 /// busy watched bins hold up to n times this). 16 MiB is ~2.5 s at 10,000 captures/s: 500
 /// streams there all caught up from it, none from the database (issue 15, `bench/viewers.sh`)...
-const RECENT_BYTES: usize = 16 * 1024 * 1024;
+pub(crate) const RECENT_BYTES: usize = 16 * 1024 * 1024;
 /// ...and, when the bin publishes, none older than this: a bin taking a few captures a second
 /// keeps seconds of them, not minutes.
 const RECENT_AGE: Duration = Duration::from_secs(10);
@@ -139,20 +139,19 @@ impl Recent {
         }
     }
 
-    /// Up to `max` batches holding ids after `after`, oldest first; `None` when some of those
-    /// ids were already dropped.
-    fn after(&self, after: i64, max: usize) -> Option<Vec<Event>> {
+    /// Up to `max` batches holding ids after `after`, oldest first; when some of those ids were
+    /// already dropped, `Err` with the last id dropped: everything after it is here.
+    fn after(&self, after: i64, max: usize) -> Result<Vec<Event>, i64> {
         if self.dropped_through > after {
-            return None;
+            return Err(self.dropped_through);
         }
         let start = self.batches.partition_point(|(_, b)| b.last_id() <= after);
-        Some(
-            self.batches
-                .range(start..)
-                .take(max)
-                .map(|(_, b)| b.clone())
-                .collect(),
-        )
+        Ok(self
+            .batches
+            .range(start..)
+            .take(max)
+            .map(|(_, b)| b.clone())
+            .collect())
     }
 }
 
@@ -228,15 +227,17 @@ impl EventHub {
 
     /// For a stream of `bin` that fell behind its channel and has sent every id up to `after`:
     /// the next batches (at most `RECENT_PIECE`) holding ids after it, oldest first, from the
-    /// bin's recent buffer; empty when it has them all. `None` when the buffer no longer holds
-    /// all of them (or the bin has no channel): then only the database has them.
-    pub fn recent_after(&self, bin: &str, after: i64) -> Option<Vec<Event>> {
+    /// bin's recent buffer; empty when it has them all. When the buffer no longer holds all of
+    /// them, `Err(through)`: the ids after `after` up to `through` are only in the database (if
+    /// still there), the later ones here; `through` is `i64::MAX` when the bin has no channel.
+    pub fn recent_after(&self, bin: &str, after: i64) -> Result<Vec<Event>, i64> {
         // Two short locks rather than one long one: the writer publishes under the first.
         let recent = self
             .channels
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .get(bin)?
+            .get(bin)
+            .ok_or(i64::MAX)?
             .recent
             .clone();
         recent
@@ -317,7 +318,7 @@ mod tests {
         assert_eq!(renders.load(std::sync::atomic::Ordering::Relaxed), 1);
     }
 
-    fn recent_ids(hub: &EventHub, bin: &str, after: i64) -> Option<Vec<i64>> {
+    fn recent_ids(hub: &EventHub, bin: &str, after: i64) -> Result<Vec<i64>, i64> {
         hub.recent_after(bin, after).map(|batches| {
             batches
                 .iter()
@@ -347,12 +348,13 @@ mod tests {
         );
         assert_eq!(
             recent_ids(&hub, "a", CHANNEL_CAPACITY as i64 + 10),
-            Some(vec![])
+            Ok(vec![])
         );
         // Within a batch: the whole batch comes (the stream skips what it sent).
         hub.publish(vec![summary("a", 267), summary("a", 268)]);
-        assert_eq!(recent_ids(&hub, "a", 267), Some(vec![267, 268]));
-        assert_eq!(recent_ids(&hub, "nobody", 0), None);
+        assert_eq!(recent_ids(&hub, "a", 267), Ok(vec![267, 268]));
+        // No channel, nothing kept: everything from the database.
+        assert_eq!(recent_ids(&hub, "nobody", 0), Err(i64::MAX));
     }
 
     #[test]
@@ -371,7 +373,9 @@ mod tests {
         assert_eq!(recent.batches.len(), 3);
         assert!(recent.bytes <= RECENT_BYTES);
         assert_eq!(recent.dropped_through, 2);
-        assert!(recent.after(1, 10).is_none(), "id 2 is gone");
+        // Id 2 is gone: the database has to give up to it, the rest is here.
+        assert_eq!(recent.after(1, 10).unwrap_err(), 2);
+        assert_eq!(recent.after(0, 10).unwrap_err(), 2);
         assert_eq!(recent.after(2, 10).unwrap().len(), 3);
         assert_eq!(recent.after(4, 1).unwrap()[0].last_id(), 5);
         // Old batches go when a new one comes; the newest stays even when alone and huge.

@@ -644,14 +644,16 @@ impl Store {
         Ok(subscription)
     }
 
-    /// Summaries with an id above `after`, oldest first (event-stream replay).
+    /// Summaries with an id above `after` and up to `through` (`i64::MAX`: the newest), oldest
+    /// first, at most `limit` (event-stream replay).
     pub async fn requests_after(
         &self,
         bin: &str,
         after: i64,
+        through: i64,
         limit: usize,
     ) -> Result<Vec<RequestSummary>, StoreError> {
-        dispatch!(self, s => s.requests_after(bin, after, limit).await)
+        dispatch!(self, s => s.requests_after(bin, after, through, limit).await)
     }
 
     pub async fn get_request(

@@ -306,7 +306,7 @@ async fn catch_up(pool: &Pool, shared: &Shared, bin: &str, upto: Option<i64>) {
         }
         let fetched = tokio::time::timeout(DB_TIMEOUT, async {
             let client = pool.get().await.map_err(super::pool_error)?;
-            read::summaries_after(&client, bin, from, PAGE)
+            read::summaries_after(&client, bin, from, i64::MAX, PAGE)
                 .await
                 .map_err(super::db_error)
         })

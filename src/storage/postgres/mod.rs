@@ -515,10 +515,11 @@ impl PgStore {
         &self,
         bin: &str,
         after: i64,
+        through: i64,
         limit: usize,
     ) -> Result<Vec<RequestSummary>, StoreError> {
         self.with_client("requests after", async |c| {
-            read::summaries_after(&*c, bin, after, limit).await
+            read::summaries_after(&*c, bin, after, through, limit).await
         })
         .await
     }

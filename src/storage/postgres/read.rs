@@ -185,15 +185,16 @@ pub async fn summaries_after(
     c: &impl GenericClient,
     bin: &str,
     after: i64,
+    through: i64,
     limit: usize,
 ) -> Result<Vec<RequestSummary>, Error> {
     let stmt = c
         .prepare_cached(&format!(
             "SELECT {SUMMARY_COLUMNS} FROM bin_requests
-             WHERE bin_id = $1 AND seq > $2 ORDER BY seq LIMIT $3"
+             WHERE bin_id = $1 AND seq > $2 AND seq <= $3 ORDER BY seq LIMIT $4"
         ))
         .await?;
-    c.query(&stmt, &[&bin, &after, &(limit as i64)])
+    c.query(&stmt, &[&bin, &after, &through, &(limit as i64)])
         .await?
         .iter()
         .map(summary_from_row)

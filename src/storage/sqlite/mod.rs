@@ -347,16 +347,17 @@ impl SqliteStore {
             .await
     }
 
-    /// Summaries with an id above `after`, oldest first (event-stream replay).
+    /// Summaries with an id above `after` and up to `through`, oldest first (event-stream replay).
     pub async fn requests_after(
         &self,
         bin: &str,
         after: i64,
+        through: i64,
         limit: usize,
     ) -> Result<Vec<RequestSummary>, StoreError> {
         let bin = bin.to_owned();
         self.reads
-            .run(move |c| read::summaries_after(c, &bin, after, limit))
+            .run(move |c| read::summaries_after(c, &bin, after, through, limit))
             .await
     }
 

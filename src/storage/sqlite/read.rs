@@ -156,13 +156,14 @@ pub fn summaries_after(
     conn: &Connection,
     bin: &str,
     after: i64,
+    through: i64,
     limit: usize,
 ) -> rusqlite::Result<Vec<RequestSummary>> {
     conn.prepare_cached(&format!(
         "SELECT {SUMMARY_COLUMNS} FROM bin_requests
-         WHERE bin_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3"
+         WHERE bin_id = ?1 AND seq > ?2 AND seq <= ?3 ORDER BY seq LIMIT ?4"
     ))?
-    .query_map(params![bin, after, limit as i64], summary_from_row)?
+    .query_map(params![bin, after, through, limit as i64], summary_from_row)?
     .collect()
 }
 
