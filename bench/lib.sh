@@ -182,6 +182,18 @@ proc_counters() {
         $1 == "cancelled_write_bytes:" { cb = $2 } END { printf "%d %d %d\n", cpu, wb - cb, wc }' \
         "/proc/$pid/io" 2>/dev/null || say "0 0 0"
 }
+# The whole machine's CPU time so far, from /proc/stat's first line: "TOTAL_TICKS STEAL_TICKS".
+# Steal is time the hypervisor ran other guests while this one had work: on a shared host it
+# comes and goes over seconds and slows whatever runs then (one server's round, not the next's).
+machine_ticks() {
+    # Fields 2-9: user nice system idle iowait irq softirq steal (guest time is within user).
+    awk '$1 == "cpu" { t = 0; for (i = 2; i <= 9; i++) t += $i; print t, $9; exit }' /proc/stat
+}
+# Steal as a percentage of the machine's CPU time between two machine_ticks snapshots.
+steal_pct() { # BEFORE AFTER
+    awk -v a="$1" -v b="$2" 'BEGIN { split(a, x, " "); split(b, y, " ");
+        t = y[1] - x[1]; printf "%.1f\n", (t > 0 ? 100 * (y[2] - x[2]) / t : 0) }'
+}
 # Per-capture figures between two proc_counters snapshots: "CPU_US DISK_BYTES WRITE_BYTES".
 per_capture() { # BEFORE AFTER CAPTURES
     awk -v a="$1" -v b="$2" -v n="$3" -v hz="$TICKS" 'BEGIN { split(a, x, " "); split(b, y, " ");

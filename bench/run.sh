@@ -329,16 +329,20 @@ if has "$SECTIONS" throughput; then
     say ""
     say "per 2xx answer, from the server process's counters over the round (all its threads):"
     say "  cpu us = utime + stime; disk B = page-cache bytes it dirtied (what goes to disk);"
-    say "  write B = bytes it passed to write() (WAL frames, checkpoint copies)"
-    printf '%-15s %5s %12s %9s %9s %9s %8s %8s %8s %8s\n' server round "req/s" "p50 ms" "p99 ms" "max ms" non2xx \
-        "cpu us" "disk B" "write B"
+    say "  write B = bytes it passed to write() (WAL frames, checkpoint copies);"
+    say "  steal % = the machine's CPU time the hypervisor gave other guests during the round"
+    say "  (a few % of it slows that round, whichever server it is; rounds are not comparable then)"
+    printf '%-15s %5s %12s %9s %9s %9s %8s %8s %8s %8s %7s\n' server round "req/s" "p50 ms" "p99 ms" "max ms" non2xx \
+        "cpu us" "disk B" "write B" "steal %"
     for ((r = 1; r <= ROUNDS; r++)); do
         for s in $SERVERS; do
             # The previous server's round left up to gigabytes of dirty pages; flushed during
             # this round, they would tax whichever server comes next in the order.
             sync
             before=$(proc_counters "$s")
+            machine_before=$(machine_ticks)
             run_wrk "$s" "$s-r$r" "$DURATION" "${URL[$s]}"
+            steal=$(steal_pct "$machine_before" "$(machine_ticks)")
             read -r cpu disk write <<<"$(per_capture "$before" "$(proc_counters "$s")" "$(field ok2xx "$LAST")")"
             R_RPS[$s]+="$(field rps "$LAST") "
             R_P50[$s]+="$(ms "$(field p50_us "$LAST")") "
@@ -346,9 +350,9 @@ if has "$SECTIONS" throughput; then
             R_CPU[$s]+="$cpu "
             R_DISK[$s]+="$disk "
             R_WRITE[$s]+="$write "
-            printf '%-15s %5s %12s %9s %9s %9s %8s %8s %8s %8s\n' "$s" "$r" "$(field rps "$LAST")" \
+            printf '%-15s %5s %12s %9s %9s %9s %8s %8s %8s %8s %7s\n' "$s" "$r" "$(field rps "$LAST")" \
                 "$(ms "$(field p50_us "$LAST")")" "$(ms "$(field p99_us "$LAST")")" \
-                "$(ms "$(field max_us "$LAST")")" "$(field non2xx "$LAST")" "$cpu" "$disk" "$write"
+                "$(ms "$(field max_us "$LAST")")" "$(field non2xx "$LAST")" "$cpu" "$disk" "$write" "$steal"
         done
     done
 
