@@ -120,7 +120,7 @@ for srv in "${SERVERS[@]}"; do
         -v n="${OK[$srv]}" 'BEGIN { if (n > 0) printf "loadgen CPU: stream readers %.1f us/capture, capture senders %.1f us/capture", r * 1000 / n, s * 1000 / n }')"
     if [[ $srv == hookbin ]]; then
         metrics=$(curl -s "http://$addr/metrics")
-        say "streams that fell behind and caught up from the database: $(awk '$1 == "hookbin_event_stream_resyncs_total" { print $2 }' <<<"$metrics"), from the recent events in memory: $(awk '$1 == "hookbin_event_stream_catchups_total" { print $2 }' <<<"$metrics")"
+        say "streams that fell behind: database reads (of what the recent events no longer held): $(awk '$1 == "hookbin_event_stream_resyncs_total" { print $2 }' <<<"$metrics"), catch-ups from the recent events in memory: $(awk '$1 == "hookbin_event_stream_catchups_total" { print $2 }' <<<"$metrics")"
     fi
     RSS_MAX[$srv]=$(awk -F, 'NR > 1 && $9 > m { m = $9 } END { print m + 0 }' "$WORK/$srv-viewers.csv")
     say "$srv RSS: $(mib $((rss_before * 1024))) MiB before the streams, at most $(mib $((RSS_MAX[$srv] * 1024))) MiB during the load (sampled every second)"

@@ -148,7 +148,7 @@ impl Metrics {
             ),
             (
                 "hookbin_event_stream_resyncs_total",
-                "Times an event stream fell behind the live events and caught up from the database.",
+                "Times an event stream that fell behind the live events read from the database what the recent events in memory no longer held.",
                 &self.stream_resyncs,
             ),
             (
