@@ -58,19 +58,22 @@ start() { # NAME
 
 phase() { # SERVER LABEL LOADGEN-ARGS...: runs loadgen, prints its line and the server's CPU per capture
     local srv=$1 label=$2; shift 2
-    local t0 t1 out
+    local t0 t1 out m0 steal
     t0=$(cpu_ticks "$srv")
+    m0=$(machine_ticks)
     out=$("$LOADGEN" "$@" --addr "${ADDR[$srv]}" --conns "$CONNS" --quiet 2>"$WORK/$srv-$label.err") ||
         { cat "$WORK/$srv-$label.err" >&2; die "loadgen failed ($srv $label)"; }
     t1=$(cpu_ticks "$srv")
+    steal=$(steal_pct "$m0" "$(machine_ticks)")
     say "$out" >"$WORK/$srv-$label.out"
     LINE=$(grep '^LOADGEN ' <<<"$out")
     STREAMS_LINE=$(grep '^STREAMS ' <<<"$out" || true)
     local ok; ok=$(field ok2xx "$LINE")
     CPU_US=$(awk -v t=$((t1 - t0)) -v hz="$TICKS" -v n="$ok" 'BEGIN { printf "%.1f", (n > 0 ? t / hz * 1e6 / n : 0) }')
-    printf '%-12s %9s req/s  p50 %7s ms  p99 %7s ms  max %8s ms  non-2xx %s  errors %s  server CPU %s us/capture\n' \
+    # steal: the machine's CPU time the hypervisor gave other guests meanwhile (bench/lib.sh).
+    printf '%-12s %9s req/s  p50 %7s ms  p99 %7s ms  max %8s ms  non-2xx %s  errors %s  server CPU %s us/capture  steal %s%%\n' \
         "$label" "$(field rps "$LINE")" "$(ms "$(field p50_us "$LINE")")" "$(ms "$(field p99_us "$LINE")")" \
-        "$(ms "$(field max_us "$LINE")")" "$(field non2xx "$LINE")" "$(field errors "$LINE")" "$CPU_US"
+        "$(ms "$(field max_us "$LINE")")" "$(field non2xx "$LINE")" "$(field errors "$LINE")" "$CPU_US" "$steal"
 }
 
 if [[ $RATE == auto ]]; then
