@@ -544,16 +544,17 @@ mod tests {
     }
 
     /// Reads the stream until it has sent the request `last`; the ids of every request sent.
+    /// Write by write: each holds whole events, and some are megabytes.
     async fn read_through(rx: &mut mpsc::Receiver<Bytes>, last: i64) -> Vec<i64> {
-        let mut text = String::new();
-        while request_ids(&text).last() != Some(&last) {
-            let frames = tokio::time::timeout(Duration::from_secs(10), rx.recv())
+        let mut ids = Vec::new();
+        while ids.last() != Some(&last) {
+            let write = tokio::time::timeout(Duration::from_secs(10), rx.recv())
                 .await
                 .expect("the stream went quiet before the last capture")
                 .expect("the stream ended");
-            text.push_str(std::str::from_utf8(&frames).unwrap());
+            ids.extend(request_ids(std::str::from_utf8(&write).unwrap()));
         }
-        request_ids(&text)
+        ids
     }
 
     /// A stream whose client stops reading falls behind the bin's channel (256 commits), and
@@ -610,17 +611,8 @@ mod tests {
             "ids 1-3 evicted"
         );
 
-        // Read write by write (each holds whole events): the first writes are megabytes.
-        let mut ids = Vec::new();
-        while ids.last() != Some(&1103) {
-            let write = tokio::time::timeout(Duration::from_secs(10), rx.recv())
-                .await
-                .expect("the stream went quiet before the last capture")
-                .expect("the stream ended");
-            ids.extend(request_ids(std::str::from_utf8(&write).unwrap()));
-        }
         let want: Vec<i64> = [1].into_iter().chain(3..=1103).collect();
-        assert_eq!(ids, want);
+        assert_eq!(read_through(&mut rx, 1103).await, want);
         assert!(state.metrics.stream_resyncs.load(Ordering::Relaxed) >= 1);
         assert!(state.metrics.stream_catchups.load(Ordering::Relaxed) >= 1);
         drop(rx);
