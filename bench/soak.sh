@@ -95,10 +95,11 @@ BG_PIDS+=($!)
 # checkpoint thread and of the whole process (/proc/PID/task/*/stat, utime + stime), and the
 # process's I/O counters (/proc/PID/io: pread/read bytes, pwrite/write bytes, bytes read from and
 # written to the disk), and the writer's commits and WAL bytes (/metrics). Divided by the captures
-# of each minute below.
+# of each minute below. Also the machine's CPU time and the hypervisor's steal (/proc/stat), for
+# the minute's steal %: on a shared host it slows whatever runs then (bench/RESULTS.md 2026-12-03).
 PROC=$WORK/proc.csv
 (
-    say "t_s,writer_ticks,checkpoint_ticks,all_ticks,rchar,wchar,read_bytes,write_bytes,commits,wal_bytes"
+    say "t_s,writer_ticks,checkpoint_ticks,all_ticks,rchar,wchar,read_bytes,write_bytes,commits,wal_bytes,machine_ticks,steal_ticks"
     t0=$(date +%s)
     while kill -0 "$pid" 2>/dev/null; do
         row=$(for task in /proc/"$pid"/task/*; do
@@ -110,7 +111,8 @@ PROC=$WORK/proc.csv
             $1 == "write_bytes:" { wb = $2 } END { printf "%d,%d,%d,%d", r, w, rb, wb }' "/proc/$pid/io" 2>/dev/null) || true
         writes=$(curl -s --max-time 5 "http://$addr/metrics" | awk '$1 == "hookbin_write_batches_total" { c = $2 }
             $1 == "hookbin_database_wal_written_bytes_total" { w = $2 } END { printf "%d,%d", c, w }') || true
-        [[ -n $row && -n $io ]] && say "$(($(date +%s) - t0)),$row,$io,${writes:-0,0}"
+        machine=$(machine_ticks | tr ' ' ',')
+        [[ -n $row && -n $io ]] && say "$(($(date +%s) - t0)),$row,$io,${writes:-0,0},${machine:-0,0}"
         sleep 10
     done
 ) >"$PROC" &
@@ -132,19 +134,20 @@ say "pages (page_count, freelist_count) every 60 s:"
 awk -F, 'NR > 1 && $1 % 60 < 10 { printf "  t %4ds  %8d pages  %7d free\n", $1, $2, $3 }' "$PAGES"
 say "per capture, each minute (CPU in us: writer thread, checkpoint thread, whole process; bytes: read()"
 say "and pread(), write() and pwrite(), read from and written to the disk; /proc/PID every 10 s;"
-say "captures per commit and WAL bytes per capture, from /metrics):"
+say "captures per commit and WAL bytes per capture, from /metrics; steal: % of the machine's CPU time):"
 awk -F, -v hz="$TICKS" 'FNR == 1 { f++; next }
     f == 1 { m = int(($1 - 0.001) / 60); n[m] += $3; next }   # captures per minute, from the CSV
     { m = int($1 / 60); if (!(m in first)) first[m] = $0; last[m] = $0 }
-    END { printf "  %6s %9s %8s %8s %8s %9s %9s %9s %9s %8s %8s\n", "minute", "captures", "writer", "ckpt", "all", "rchar", "wchar", "disk rd", "disk wr", "capt/cmt", "WAL B"
+    END { printf "  %6s %9s %8s %8s %8s %9s %9s %9s %9s %8s %8s %7s\n", "minute", "captures", "writer", "ckpt", "all", "rchar", "wchar", "disk rd", "disk wr", "capt/cmt", "WAL B", "steal %"
         for (m = 0; m in n; m++) {
             if (!((m + 1) in first)) break
             split(first[m], a, ","); split(first[m + 1], b, ",")
             c = n[m] * (b[1] - a[1]) / 60; if (c <= 0) continue
-            printf "  %6d %9d %8.2f %8.2f %8.2f %9.0f %9.0f %9.0f %9.0f %8.1f %8.0f\n", m + 1, n[m],
+            printf "  %6d %9d %8.2f %8.2f %8.2f %9.0f %9.0f %9.0f %9.0f %8.1f %8.0f %7.1f\n", m + 1, n[m],
                 (b[2] - a[2]) * 1e6 / hz / c, (b[3] - a[3]) * 1e6 / hz / c, (b[4] - a[4]) * 1e6 / hz / c,
                 (b[5] - a[5]) / c, (b[6] - a[6]) / c, (b[7] - a[7]) / c, (b[8] - a[8]) / c,
-                (b[9] > a[9] ? c / (b[9] - a[9]) : 0), (b[10] - a[10]) / c } }' "$CSV" "$PROC"
+                (b[9] > a[9] ? c / (b[9] - a[9]) : 0), (b[10] - a[10]) / c,
+                (b[11] > a[11] ? 100 * (b[12] - a[12]) / (b[11] - a[11]) : 0) } }' "$CSV" "$PROC"
 log=$WORK/hookbin.log
 if grep -q 'writer checkpoint' "$log"; then
     say "the writer's own (WAL restart) checkpoints each minute (hookbin's debug log):"
