@@ -32,10 +32,12 @@ import sqlite3
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from walpages import frames  # noqa: E402
+from walpages import frames, page_names  # noqa: E402
 
 COLUMNS = ("seq, received_at, method, path, subpath, query, content_type, body_size, "
            "body_truncated, remote_addr, http_version, headers, body, response, body_codec")
+# A full bin's overwrite of its evicted row: every column of COLUMNS, then the row id.
+OVERWRITE = "UPDATE bin_requests SET " + ", ".join(f"{c.strip()} = ?" for c in COLUMNS.split(",")) + " WHERE id = ?"
 REQUESTS = """CREATE TABLE bin_requests (id INTEGER PRIMARY KEY, {key}, seq INTEGER NOT NULL,
     received_at INTEGER NOT NULL, method TEXT NOT NULL, path TEXT NOT NULL, subpath TEXT NOT NULL,
     query TEXT NOT NULL, content_type TEXT, body_size INTEGER NOT NULL,
@@ -119,6 +121,12 @@ class Layout:
             "AND seq > 0 AND seq < ? LIMIT ?", (key, last + 1, n))]
 
 
+def remove_db(db):
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(db + suffix):
+            os.remove(db + suffix)
+
+
 def main():
     p = argparse.ArgumentParser(description="WAL frames per capture of other table layouts")
     p.add_argument("layout")
@@ -131,9 +139,7 @@ def main():
     a = p.parse_args()
     layout = Layout(a.layout, a.cap)
     db = os.path.join(a.dir, f"layouts-{a.layout.replace(':', '-')}.db")
-    for suffix in ("", "-wal", "-shm"):
-        if os.path.exists(db + suffix):
-            os.remove(db + suffix)
+    remove_db(db)
     rnd = random.Random(7)
     conn = sqlite3.connect(db, isolation_level=None)
     conn.execute("PRAGMA journal_mode = WAL")
@@ -177,15 +183,13 @@ def main():
                 last[i] += 1
                 row = layout.row(last[i])
                 if j < len(overwrite):
-                    sets = ", ".join(f"{c.strip()} = ?" for c in COLUMNS.split(","))
-                    conn.execute(f"UPDATE bin_requests SET {sets} WHERE id = ?",
-                                 row[:15] + (overwrite[j],))
+                    conn.execute(OVERWRITE, row[:15] + (overwrite[j],))
                 else:
                     conn.execute(insert, (key,) + row)
             count[i] += m - len(overwrite)
             layout.set_counts(conn, key, count[i], last[i])
         conn.execute("COMMIT")
-    names = dict((page, name) for name, page in conn.execute("SELECT name, pageno FROM dbstat"))
+    names = page_names(conn)
     with open(db + "-wal", "rb") as f:
         by_tree = collections.Counter(names.get(page, "free") for page, _ in frames(f.read()))
     captures = a.commits * a.batch
@@ -196,9 +200,7 @@ def main():
     for name, n in by_tree.most_common():
         print(f"    {name:24s} {n / captures:.3f}")
     conn.close()
-    for suffix in ("", "-wal", "-shm"):
-        if os.path.exists(db + suffix):
-            os.remove(db + suffix)
+    remove_db(db)
 
 
 if __name__ == "__main__":

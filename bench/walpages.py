@@ -15,7 +15,7 @@ reused by another b-tree in between. Page 1 (the file header and the schema's ro
 
 Prints the frames per commit for each b-tree, to be divided by the captures per commit (the
 server's `hookbin_requests_captured_total` over `hookbin_write_batches_total`) for frames per
-capture. See bench/README.md ("walpages.py").
+capture. See bench/README.md ("Where the WAL's bytes go").
 """
 import collections
 import sqlite3
@@ -41,6 +41,11 @@ def frames(wal):
         at += FRAME_HEADER + page_size
 
 
+def page_names(conn):
+    """Page number -> the name of the b-tree holding it, from `dbstat` (every page of the file)."""
+    return {page: name for name, page in conn.execute("SELECT name, pageno FROM dbstat")}
+
+
 def main():
     if len(sys.argv) not in (2, 3):
         sys.exit(__doc__.strip().split("\n\n")[1])
@@ -48,7 +53,7 @@ def main():
     with open(sys.argv[2] if len(sys.argv) == 3 else db + "-wal", "rb") as f:
         wal = f.read()
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    names = dict((page, name) for name, page in conn.execute("SELECT name, pageno FROM dbstat"))
+    names = page_names(conn)
     by_tree = collections.Counter()
     total = commits = 0
     for page, commit in frames(wal):
