@@ -1,4 +1,4 @@
--- hookbin database schema, version 6 (`PRAGMA user_version`).
+-- hookbin database schema, version 7 (`PRAGMA user_version`).
 --
 -- Embedded in the binary (src/storage/schema.rs) and applied in one transaction when the database
 -- file is new; a file made by an older hookbin is brought up to this version by the migrations in
@@ -21,7 +21,11 @@ CREATE TABLE bins (
     bytes_used    INTEGER NOT NULL DEFAULT 0,
     -- A private bin: SHA-256 of its view token (32 bytes); NULL for a public bin. Reads of a
     -- private bin need the token; the token itself is shown once, at creation, never stored.
-    view_token_hash BLOB
+    view_token_hash BLOB,
+    -- Slots of the bin's ring: the request cap in force at its first capture; 0 until then. A
+    -- request is stored in slot seq % ring, so that a full bin writes each capture over the
+    -- request it evicts, index entry included (src/storage/sqlite/ring.rs).
+    ring          INTEGER NOT NULL DEFAULT 0
 ) WITHOUT ROWID;
 
 -- The reaper walks bins by expiry.
@@ -37,6 +41,7 @@ CREATE TABLE bin_requests (
     -- The public request id: 1, 2, 3... within the bin, given by the writer, never reused (see
     -- bins.last_request_id). Per bin, so that a sender learns nothing about other bins' traffic.
     seq            INTEGER NOT NULL,
+    slot           INTEGER NOT NULL,             -- seq % bins.ring
     received_at    INTEGER NOT NULL,             -- unix milliseconds
     method         TEXT    NOT NULL,
     path           TEXT    NOT NULL,             -- as received, percent-encoding kept, no query
@@ -60,5 +65,6 @@ CREATE TABLE bin_requests (
 );
 
 -- Lookups by public id, newest-first listing, cursor pagination, per-bin eviction of the oldest,
--- and the foreign key's cascade all use this index.
-CREATE UNIQUE INDEX bin_requests_by_bin ON bin_requests (bin_id, seq);
+-- and the foreign key's cascade all use this index. By slot, not by seq: a capture that
+-- overwrites the request it evicts keeps the slot, and so leaves the index untouched.
+CREATE UNIQUE INDEX bin_requests_by_bin ON bin_requests (bin_id, slot);

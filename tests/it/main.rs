@@ -33,6 +33,7 @@ mod quotas;
 mod receiver;
 mod replay_support;
 mod response_record;
+mod ring;
 mod search;
 mod security;
 mod send;

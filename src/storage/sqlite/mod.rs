@@ -11,6 +11,7 @@
 mod body;
 mod checkpoint;
 mod read;
+mod ring;
 mod schema;
 mod writer;
 

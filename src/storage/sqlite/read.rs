@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use tokio::sync::Semaphore;
 
+use super::ring::Ring;
 use super::schema;
 use crate::ids::RequestId;
 use crate::model::{Bin, RequestSummary, StoredRequest};
@@ -138,18 +139,75 @@ fn summary_from_row(row: &Row<'_>) -> rusqlite::Result<RequestSummary> {
     })
 }
 
+/// Calls `each` with the rows of `bin` whose ids are in `ids`, in id order (newest first when
+/// `newest_first`), until it returns `false`; `columns` are what the rows select.
+///
+/// The bin's ring and its rows are read in one transaction, so that they agree: a capture
+/// committed in between could have moved a slot on to a newer id. Each run of slots is walked
+/// through the `(bin_id, slot)` index in slot order, which is id order within a run; `seq` is
+/// checked too, so that a row can only ever be read under its own id.
+fn walk(
+    conn: &Connection,
+    bin: &str,
+    ids: std::ops::RangeInclusive<i64>,
+    newest_first: bool,
+    columns: &str,
+    mut each: impl FnMut(&Row<'_>) -> rusqlite::Result<bool>,
+) -> rusqlite::Result<()> {
+    let snapshot = conn.unchecked_transaction()?;
+    let Some(ring) = Ring::of(&snapshot, bin)? else {
+        return Ok(());
+    };
+    let order = if newest_first { "DESC" } else { "ASC" };
+    let mut stmt = snapshot.prepare_cached(&format!(
+        "SELECT {columns} FROM bin_requests
+         WHERE bin_id = ?1 AND slot BETWEEN ?2 AND ?3 AND seq BETWEEN ?4 AND ?5
+         ORDER BY slot {order}"
+    ))?;
+    let runs = ring.runs(*ids.start(), *ids.end());
+    let runs: Vec<_> = if newest_first {
+        runs.rev().collect()
+    } else {
+        runs.collect()
+    };
+    for run in runs {
+        let mut rows = stmt.query(params![
+            bin,
+            run.slot_lo,
+            run.slot_hi,
+            run.seq_lo,
+            run.seq_hi
+        ])?;
+        while let Some(row) = rows.next()? {
+            if !each(row)? {
+                return Ok(());
+            }
+        }
+    }
+    Ok(())
+}
+
 pub fn summaries_before(
     conn: &Connection,
     bin: &str,
     before: i64,
     limit: usize,
 ) -> rusqlite::Result<Vec<RequestSummary>> {
-    conn.prepare_cached(&format!(
-        "SELECT {SUMMARY_COLUMNS} FROM bin_requests
-         WHERE bin_id = ?1 AND seq < ?2 ORDER BY seq DESC LIMIT ?3"
-    ))?
-    .query_map(params![bin, before, limit as i64], summary_from_row)?
-    .collect()
+    let mut page = Vec::new();
+    if limit > 0 {
+        walk(
+            conn,
+            bin,
+            1..=before.saturating_sub(1),
+            true,
+            SUMMARY_COLUMNS,
+            |row| {
+                page.push(summary_from_row(row)?);
+                Ok(page.len() < limit)
+            },
+        )?;
+    }
+    Ok(page)
 }
 
 pub fn summaries_after(
@@ -159,12 +217,21 @@ pub fn summaries_after(
     through: i64,
     limit: usize,
 ) -> rusqlite::Result<Vec<RequestSummary>> {
-    conn.prepare_cached(&format!(
-        "SELECT {SUMMARY_COLUMNS} FROM bin_requests
-         WHERE bin_id = ?1 AND seq > ?2 AND seq <= ?3 ORDER BY seq LIMIT ?4"
-    ))?
-    .query_map(params![bin, after, through, limit as i64], summary_from_row)?
-    .collect()
+    let mut page = Vec::new();
+    if limit > 0 {
+        walk(
+            conn,
+            bin,
+            after.saturating_add(1)..=through,
+            false,
+            SUMMARY_COLUMNS,
+            |row| {
+                page.push(summary_from_row(row)?);
+                Ok(page.len() < limit)
+            },
+        )?;
+    }
+    Ok(page)
 }
 
 const REQUEST_COLUMNS: &str = "seq, bin_id, received_at, method, path, subpath, query, \
@@ -209,11 +276,12 @@ fn request_from_row(row: &Row<'_>) -> rusqlite::Result<StoredRequest> {
 }
 
 pub fn request(conn: &Connection, bin: &str, id: i64) -> rusqlite::Result<Option<StoredRequest>> {
-    conn.prepare_cached(&format!(
-        "SELECT {REQUEST_COLUMNS} FROM bin_requests WHERE bin_id = ?1 AND seq = ?2"
-    ))?
-    .query_row(params![bin, id], request_from_row)
-    .optional()
+    let mut found = None;
+    walk(conn, bin, id..=id, false, REQUEST_COLUMNS, |row| {
+        found = Some(request_from_row(row)?);
+        Ok(false)
+    })?;
+    Ok(found)
 }
 
 /// Requests of the bins that expire at or before `upto` (see `Store::expired_requests`).
@@ -225,8 +293,12 @@ pub fn expired_requests(conn: &Connection, upto: i64) -> rusqlite::Result<u64> {
 
 /// The highest request id of the bin, `0` when it has none.
 pub fn last_request_id(conn: &Connection, bin: &str) -> rusqlite::Result<i64> {
-    conn.prepare_cached("SELECT COALESCE(MAX(seq), 0) FROM bin_requests WHERE bin_id = ?1")?
-        .query_row([bin], |row| row.get(0))
+    let mut last = 0;
+    walk(conn, bin, 1..=i64::MAX, true, "seq", |row| {
+        last = row.get(0)?;
+        Ok(false)
+    })?;
+    Ok(last)
 }
 
 /// Requests with `after < id <= upto`, oldest first: at most `max_rows`, and no more rows once
@@ -240,20 +312,22 @@ pub fn requests_page(
     max_rows: usize,
     max_bytes: usize,
 ) -> rusqlite::Result<Vec<StoredRequest>> {
-    let mut stmt = conn.prepare_cached(&format!(
-        "SELECT {REQUEST_COLUMNS} FROM bin_requests
-         WHERE bin_id = ?1 AND seq > ?2 AND seq <= ?3 ORDER BY seq LIMIT ?4"
-    ))?;
-    let mut rows = stmt.query(params![bin, after, upto, max_rows as i64])?;
     let mut page = Vec::new();
     let mut bytes = 0usize;
-    while let Some(row) = rows.next()? {
-        let request = request_from_row(row)?;
-        bytes = bytes.saturating_add(request.body.len());
-        page.push(request);
-        if bytes >= max_bytes {
-            break;
-        }
+    if max_rows > 0 {
+        walk(
+            conn,
+            bin,
+            after.saturating_add(1)..=upto,
+            false,
+            REQUEST_COLUMNS,
+            |row| {
+                let request = request_from_row(row)?;
+                bytes = bytes.saturating_add(request.body.len());
+                page.push(request);
+                Ok(page.len() < max_rows && bytes < max_bytes)
+            },
+        )?;
     }
     Ok(page)
 }
@@ -272,35 +346,47 @@ pub fn search_before(
     keep: &dyn Fn(&StoredRequest) -> bool,
 ) -> rusqlite::Result<SearchPage> {
     let started = std::time::Instant::now();
-    let mut stmt = conn.prepare_cached(
-        "SELECT seq, bin_id, received_at, method, path, subpath, query, body_size, \
-         body_truncated, remote_addr, http_version, headers, \
-         CASE WHEN ?3 THEN body ELSE X'' END, NULL, CASE WHEN ?3 THEN body_codec ELSE 0 END \
-         FROM bin_requests WHERE bin_id = ?1 AND seq < ?2 ORDER BY seq DESC",
-    )?;
-    let mut rows = stmt.query(params![bin, before, with_body])?;
+    // Bodies are left out of the statement, not just of the result, when not asked for; the
+    // recorded response is never searched.
+    let columns = if with_body {
+        "seq, bin_id, received_at, method, path, subpath, query, body_size, body_truncated, \
+         remote_addr, http_version, headers, body, NULL, body_codec"
+    } else {
+        "seq, bin_id, received_at, method, path, subpath, query, body_size, body_truncated, \
+         remote_addr, http_version, headers, X'', NULL, 0"
+    };
     let mut page = SearchPage::default();
     let (mut scanned, mut bytes) = (0usize, 0usize);
-    while let Some(row) = rows.next()? {
-        let request = request_from_row(row)?;
-        let seq: i64 = row.get(0)?;
-        if keep(&request) {
-            if page.rows.len() == limit {
-                page.resume_before = page.rows.last().map(|r| r.id.get());
-                return Ok(page);
-            }
-            page.rows.push(RequestSummary::from(&request));
-        }
-        scanned += 1;
-        bytes = bytes.saturating_add(request.body.len());
-        if budget.spent(scanned, bytes, started) {
-            // Stopped early: go on below the last row looked at, if any row is left there.
-            if rows.next()?.is_some() {
+    // Set when the budget ran out on this row: the next row, if any, says the search goes on.
+    let mut spent_at = None;
+    walk(
+        conn,
+        bin,
+        1..=before.saturating_sub(1),
+        true,
+        columns,
+        |row| {
+            if let Some(seq) = spent_at {
                 page.resume_before = Some(seq);
+                return Ok(false);
             }
-            return Ok(page);
-        }
-    }
+            let request = request_from_row(row)?;
+            let seq: i64 = row.get(0)?;
+            if keep(&request) {
+                if page.rows.len() == limit {
+                    page.resume_before = page.rows.last().map(|r| r.id.get());
+                    return Ok(false);
+                }
+                page.rows.push(RequestSummary::from(&request));
+            }
+            scanned += 1;
+            bytes = bytes.saturating_add(request.body.len());
+            if budget.spent(scanned, bytes, started) {
+                spent_at = Some(seq);
+            }
+            Ok(true)
+        },
+    )?;
     Ok(page)
 }
 
@@ -314,22 +400,110 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let conn = schema::open_writer(&dir.path().join("r.db"), Synchronous::Normal).unwrap();
         conn.execute(
-            "INSERT INTO bins (id, created_at, expires_at) VALUES ('b', 0, 1000000)",
-            [],
+            "INSERT INTO bins (id, created_at, expires_at, ring, last_request_id)
+             VALUES ('b', 0, 1000000, 1000, ?1)",
+            [n],
         )
         .unwrap();
         let headers = headers::encode(&[]);
         for seq in 1..=n {
             conn.execute(
-                "INSERT INTO bin_requests (bin_id, seq, received_at, method, path, subpath,
+                "INSERT INTO bin_requests (bin_id, seq, slot, received_at, method, path, subpath,
                  query, body_size, body_truncated, remote_addr, http_version, headers, body)
-                 VALUES ('b', ?1, 0, 'POST', '/r/b', '', '', 6, 0, '127.0.0.1', 'HTTP/1.1',
+                 VALUES ('b', ?1, ?1, 0, 'POST', '/r/b', '', '', 6, 0, '127.0.0.1', 'HTTP/1.1',
                  ?2, ?3)",
                 params![seq, headers, format!("body {seq}").into_bytes()],
             )
             .unwrap();
         }
         (dir, conn)
+    }
+
+    /// Bin `b` as a ring of 4 after 10 captures: 7, 8, 9, 10 in slots 3, 0, 1, 2.
+    fn wrapped() -> (tempfile::TempDir, Connection) {
+        let (dir, conn) = bin_of(0);
+        conn.execute("UPDATE bins SET ring = 4, last_request_id = 10", [])
+            .unwrap();
+        for seq in 7..=10 {
+            conn.execute(
+                "INSERT INTO bin_requests (bin_id, seq, slot, received_at, method, path, subpath,
+                 query, body_size, body_truncated, remote_addr, http_version, headers, body)
+                 VALUES ('b', ?1, ?1 % 4, 0, 'POST', '/r/b', '', '', 6, 0, '127.0.0.1',
+                 'HTTP/1.1', x'', CAST(?1 AS BLOB))",
+                [seq],
+            )
+            .unwrap();
+        }
+        (dir, conn)
+    }
+
+    fn seqs<T>(rows: &[T], id: impl Fn(&T) -> RequestId) -> Vec<i64> {
+        rows.iter().map(|r| id(r).get()).collect()
+    }
+
+    #[test]
+    fn every_read_walks_a_wrapped_ring_in_id_order() {
+        let (_dir, conn) = wrapped();
+        let before = |b, n| seqs(&summaries_before(&conn, "b", b, n).unwrap(), |r| r.id);
+        assert_eq!(before(i64::MAX, 10), [10, 9, 8, 7]);
+        assert_eq!(before(i64::MAX, 3), [10, 9, 8]);
+        assert_eq!(before(8, 10), [7]);
+        assert_eq!(before(7, 10), Vec::<i64>::new());
+        let after = |a, t, n| seqs(&summaries_after(&conn, "b", a, t, n).unwrap(), |r| r.id);
+        assert_eq!(after(0, i64::MAX, 10), [7, 8, 9, 10]);
+        assert_eq!(after(6, 9, 10), [7, 8, 9]);
+        assert_eq!(after(7, i64::MAX, 2), [8, 9]);
+        for seq in 7..=10 {
+            let found = request(&conn, "b", seq).unwrap().unwrap();
+            assert_eq!(found.body, seq.to_string().into_bytes());
+        }
+        // Request 3 had slot 3 before 7 took it.
+        assert!(request(&conn, "b", 3).unwrap().is_none());
+        assert!(request(&conn, "b", 11).unwrap().is_none());
+        assert_eq!(last_request_id(&conn, "b").unwrap(), 10);
+        let page = |a, rows, bytes| {
+            seqs(
+                &requests_page(&conn, "b", a, 10, rows, bytes).unwrap(),
+                |r| r.id,
+            )
+        };
+        assert_eq!(page(0, 10, 1 << 20), [7, 8, 9, 10]);
+        assert_eq!(page(6, 2, 1 << 20), [7, 8]);
+        assert_eq!(page(7, 10, 1), [8]);
+        // A search stopped by its budget on the wrap's last row goes on below it.
+        let all = |_: &StoredRequest| true;
+        let two = ScanBudget {
+            max_rows: 2,
+            ..WIDE
+        };
+        let found = search_before(&conn, "b", i64::MAX, 50, false, two, &all).unwrap();
+        assert_eq!(ids(&found), ["10", "9"]);
+        assert_eq!(found.resume_before, Some(9));
+        let three = ScanBudget {
+            max_rows: 3,
+            ..WIDE
+        };
+        // Stopped on the last row of one run of slots: the next is in the other.
+        let found = search_before(&conn, "b", i64::MAX, 50, false, three, &all).unwrap();
+        assert_eq!(ids(&found), ["10", "9", "8"]);
+        assert_eq!(found.resume_before, Some(8));
+        let found = search_before(&conn, "b", 9, 50, true, three, &all).unwrap();
+        assert_eq!(ids(&found), ["8", "7"]);
+        assert_eq!(found.resume_before, None);
+        // A bin that never captured, and no bin at all, read as empty.
+        conn.execute(
+            "INSERT INTO bins (id, created_at, expires_at) VALUES ('e', 0, 1)",
+            [],
+        )
+        .unwrap();
+        for bin in ["e", "missing"] {
+            assert!(
+                summaries_before(&conn, bin, i64::MAX, 5)
+                    .unwrap()
+                    .is_empty()
+            );
+            assert_eq!(last_request_id(&conn, bin).unwrap(), 0);
+        }
     }
 
     fn ids(page: &SearchPage) -> Vec<String> {
@@ -394,14 +568,16 @@ mod tests {
         let packed = super::super::body::pack(&body, false).unwrap();
         let insert = |seq: i64, stored: &[u8]| {
             conn.execute(
-                "INSERT INTO bin_requests (bin_id, seq, received_at, method, path, subpath,
+                "INSERT INTO bin_requests (bin_id, seq, slot, received_at, method, path, subpath,
                  query, body_size, body_truncated, remote_addr, http_version, headers, body,
                  body_codec)
-                 VALUES ('b', ?1, 0, 'POST', '/r/b', '', '', ?2, 0, '127.0.0.1', 'HTTP/1.1',
+                 VALUES ('b', ?1, ?1, 0, 'POST', '/r/b', '', '', ?2, 0, '127.0.0.1', 'HTTP/1.1',
                  x'', ?3, 1)",
                 params![seq, body.len() as i64, stored],
             )
             .unwrap();
+            conn.execute("UPDATE bins SET last_request_id = ?1", [seq])
+                .unwrap();
         };
         insert(1, &packed);
         assert_eq!(request(&conn, "b", 1).unwrap().unwrap().body, body);

@@ -27,7 +27,7 @@ const WAL_SIZE_LIMIT: u64 = 64 * 1024 * 1024;
 /// pages the writer touched, and RSS counts what it holds (peak RSS +14 MiB in that run).
 const WRITER_CACHE_KIB: u32 = 16 * 1024;
 /// `PRAGMA user_version` of a database made by this binary.
-pub const SCHEMA_VERSION: i64 = 6;
+pub const SCHEMA_VERSION: i64 = 7;
 
 /// One step up, from version `to - 1` to `to`.
 struct Migration {
@@ -67,7 +67,55 @@ const MIGRATIONS: &[Migration] = &[
         sql: V5_TO_V6,
         what: "compressed bodies",
     },
+    Migration {
+        to: 7,
+        sql: V6_TO_V7,
+        what: "request slots (each bin's rows reused in place)",
+    },
 ];
+
+/// v7: each request has a slot in its bin's ring (`bin_requests.slot`, `bins.ring`; see
+/// `storage/sqlite/ring.rs`), and the index goes by slot. Existing requests keep their id as
+/// their slot, and their bins an unbounded ring (9223372036854775807): such a bin evicts by
+/// deleting, as before, until it expires. A bin without requests gets its ring at its next
+/// capture, like a new one. The table is rebuilt, as for v2, so that `slot` sits before the
+/// bodies; every row is copied once.
+const V6_TO_V7: &str = "
+ALTER TABLE bins ADD COLUMN ring INTEGER NOT NULL DEFAULT 0;
+UPDATE bins SET ring = 9223372036854775807
+    WHERE EXISTS (SELECT 1 FROM bin_requests WHERE bin_id = bins.id);
+ALTER TABLE bin_requests RENAME TO bin_requests_v6;
+DROP INDEX bin_requests_by_bin;
+CREATE TABLE bin_requests (
+    id             INTEGER PRIMARY KEY,
+    bin_id         TEXT    NOT NULL REFERENCES bins (id) ON DELETE CASCADE,
+    seq            INTEGER NOT NULL,
+    slot           INTEGER NOT NULL,
+    received_at    INTEGER NOT NULL,
+    method         TEXT    NOT NULL,
+    path           TEXT    NOT NULL,
+    subpath        TEXT    NOT NULL,
+    query          TEXT    NOT NULL,
+    content_type   TEXT,
+    body_size      INTEGER NOT NULL,
+    body_truncated INTEGER NOT NULL,
+    remote_addr    TEXT    NOT NULL,
+    http_version   TEXT    NOT NULL,
+    headers        BLOB    NOT NULL,
+    body           BLOB    NOT NULL,
+    response       TEXT,
+    body_codec     INTEGER NOT NULL DEFAULT 0
+);
+INSERT INTO bin_requests (id, bin_id, seq, slot, received_at, method, path, subpath, query,
+        content_type, body_size, body_truncated, remote_addr, http_version, headers, body,
+        response, body_codec)
+    SELECT id, bin_id, seq, seq, received_at, method, path, subpath, query,
+        content_type, body_size, body_truncated, remote_addr, http_version, headers, body,
+        response, body_codec
+    FROM bin_requests_v6 ORDER BY id;
+DROP TABLE bin_requests_v6;
+CREATE UNIQUE INDEX bin_requests_by_bin ON bin_requests (bin_id, slot);
+";
 
 /// v6: a body may be stored compressed; `bin_requests.body_codec` says how (see
 /// `storage/sqlite/body.rs`). Every existing body is stored as received (0).
@@ -405,6 +453,23 @@ mod tests {
             .collect::<Result<_, _>>()
             .unwrap();
         assert_eq!(bytes, [4, 0]);
+        // v7: old requests keep their id as their slot, in unbounded rings.
+        let rings: Vec<i64> = conn
+            .prepare("SELECT ring FROM bins ORDER BY id")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(rings, [i64::MAX, i64::MAX]);
+        let slots: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM bin_requests WHERE slot = seq",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(slots, 3);
         let fk: bool = conn
             .query_row("PRAGMA foreign_keys", [], |r| r.get(0))
             .unwrap();

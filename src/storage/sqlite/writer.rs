@@ -20,10 +20,12 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use rusqlite::{Connection, OptionalExtension, Params, params};
+use rusqlite::types::ToSqlOutput;
+use rusqlite::{Connection, OptionalExtension, ToSql, params, params_from_iter};
 use tokio::sync::{mpsc, oneshot};
 
 use super::checkpoint::{WalSize, checkpoint, truncate_idle};
+use super::ring::Ring;
 use crate::events::EventHub;
 use crate::model::Bin;
 use crate::storage::{CaptureOutcome, CaptureReply, NewCapture, ReapProgress, StoreError};
@@ -467,6 +469,8 @@ struct BinTally {
     bytes: u64,
     max_per_bin: u64,
     max_bytes: u64,
+    /// The bin's ring (`bins.ring`): 0 before its first capture.
+    ring: i64,
     /// The newest request id given in the bin (before this run: its `last_request_id`), recorded
     /// as the bin's `last_request_id` at the end of the run.
     last_id: i64,
@@ -482,16 +486,23 @@ fn insert_run(conn: &Connection, run: &[&NewCapture]) -> rusqlite::Result<Vec<Ca
     let mut bins: Vec<(&str, BinTally)> = Vec::new();
     let mut outcomes = Vec::with_capacity(run.len());
     let mut lookup = conn.prepare_cached(
-        "SELECT expires_at, request_count, last_request_id, bytes_used FROM bins WHERE id = ?1",
+        "SELECT expires_at, request_count, last_request_id, bytes_used, ring FROM bins
+         WHERE id = ?1",
     )?;
     for (i, capture) in run.iter().enumerate() {
         let r = &capture.request;
         let at = match bins.iter().position(|(id, _)| *id == r.bin_id) {
             Some(at) => at,
             None => {
-                let found: Option<(i64, i64, i64, i64)> = lookup
+                let found: Option<(i64, i64, i64, i64, i64)> = lookup
                     .query_row([&r.bin_id], |row| {
-                        Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
+                        Ok((
+                            row.get(0)?,
+                            row.get(1)?,
+                            row.get(2)?,
+                            row.get(3)?,
+                            row.get(4)?,
+                        ))
                     })
                     .optional()?;
                 bins.push((
@@ -502,6 +513,7 @@ fn insert_run(conn: &Connection, run: &[&NewCapture]) -> rusqlite::Result<Vec<Ca
                         bytes: found.map_or(0, |f| f.3.max(0) as u64),
                         max_per_bin: capture.max_per_bin,
                         max_bytes: capture.max_bin_bytes,
+                        ring: found.map_or(0, |f| f.4),
                         last_id: found.map_or(0, |f| f.2),
                         new: Vec::new(),
                     },
@@ -535,18 +547,22 @@ fn insert_run(conn: &Connection, run: &[&NewCapture]) -> rusqlite::Result<Vec<Ca
 /// (`--max-requests-per-bin`, `--max-bin-bytes`); the number evicted. The newest request is never
 /// evicted, so a bin always shows its latest capture.
 ///
-/// A full bin evicts one old request per new one. Deleting the oldest rows and inserting new ones
-/// makes SQLite rebalance the b-tree's oldest leaves (moving rows between half-empty pages) and
-/// walk the free list: with the default cap that wrote 34 WAL pages per batch of 32 captures of
-/// 1 KiB, against 18 for a bin that does not evict. So an evicted row is recycled instead: the
-/// new capture is written over it, in place (same row id, same page when it fits), and only the
-/// evicted rows left over are deleted. The row id is internal; the public id is `seq`.
+/// A capture goes to its slot in the bin's ring (`ring.rs`): the ring is the cap in force at the
+/// bin's first capture, and a bin keeps only requests among its `ring` newest ids, so a cap
+/// raised since applies to bins created after (documented in docs/API-additions.md). A full bin
+/// evicts one old request per new one, and the evicted request sat in the new one's slot: the
+/// capture is written over it, in place (same row id, same page when it fits, same index
+/// entry). Deleting old rows and inserting new ones made SQLite rebalance the b-tree's oldest
+/// leaves and walk the free list (34 WAL pages per batch of 32 captures of 1 KiB, against 18
+/// without eviction); moving the row's index entry from the bin's first leaf to its last, as an
+/// index by id did, wrote two thirds of a capture's WAL bytes under load. Evicted rows whose slot
+/// no new capture takes (a lowered cap, the byte quota) are deleted.
 ///
 /// The oldest rows are walked through INDEXED BY without ORDER BY: SQLite re-prepares, on every
 /// use, any statement here that combines `bin_id = ?` with ORDER BY (measured with
 /// `sqlite3_stmt_status(REPREPARE)`: it spent 10% of the writer's time re-parsing itself).
-/// INDEXED BY fixes the scan to `bin_requests_by_bin`, whose order is (bin_id, seq), so rows come
-/// oldest first; `length()` of a blob does not read its overflow pages.
+/// INDEXED BY fixes the scan to `bin_requests_by_bin`, whose order is (bin_id, slot), so each run
+/// of slots comes oldest first; `length()` of a blob does not read its overflow pages.
 fn store_bin(
     conn: &Connection,
     bin: &str,
@@ -554,26 +570,46 @@ fn store_bin(
     run: &[&NewCapture],
 ) -> rusqlite::Result<u64> {
     let new_bytes = |&(i, _): &(usize, i64)| run[i].stored_bytes();
+    let size = match tally.ring {
+        0 => Ring::for_cap(tally.max_per_bin),
+        ring => ring,
+    };
+    // The bin as it was before the run, and the ids it may keep after it: above `floor`.
+    let before = Ring {
+        size,
+        last: tally.new[0].1 - 1,
+    };
+    let floor = tally.last_id.saturating_sub(size);
+    let cap = tally.max_per_bin.min(size as u64);
     let count = tally.count + tally.new.len() as u64;
     let bytes = tally.bytes + tally.new.iter().map(new_bytes).sum::<u64>();
     let (mut evicted, mut freed) = (0u64, 0u64);
-    let over = |evicted: u64, freed: u64| {
-        count - evicted > tally.max_per_bin || bytes - freed > tally.max_bytes
-    };
+    let over = |evicted: u64, freed: u64| count - evicted > cap || bytes - freed > tally.max_bytes;
     // The bin's stored requests that go, oldest first: (row id, seq).
     let mut old: Vec<(i64, i64)> = Vec::new();
-    if over(0, 0) {
+    if tally.count > 0 && (over(0, 0) || before.runs(1, floor).next().is_some()) {
         let mut oldest = conn.prepare_cached(
             "SELECT id, seq, CASE body_codec WHEN 0 THEN length(body) ELSE body_size END
-                 + length(headers) FROM bin_requests
-               INDEXED BY bin_requests_by_bin WHERE bin_id = ?1 AND seq > 0 AND seq < ?2",
+                 + length(headers) FROM bin_requests INDEXED BY bin_requests_by_bin
+               WHERE bin_id = ?1 AND slot BETWEEN ?2 AND ?3 AND seq BETWEEN ?4 AND ?5",
         )?;
-        let mut rows = oldest.query(params![bin, tally.new[0].1])?;
-        while over(evicted, freed) {
-            let Some(row) = rows.next()? else { break };
-            old.push((row.get(0)?, row.get(1)?));
-            evicted += 1;
-            freed += row.get::<_, i64>(2)?.max(0) as u64;
+        'walk: for slots in before.runs(1, before.last) {
+            let mut rows = oldest.query(params![
+                bin,
+                slots.slot_lo,
+                slots.slot_hi,
+                slots.seq_lo,
+                slots.seq_hi
+            ])?;
+            while let Some(row) = rows.next()? {
+                let seq: i64 = row.get(1)?;
+                if !over(evicted, freed) && seq > floor {
+                    break 'walk;
+                }
+                old.push((row.get(0)?, seq));
+                evicted += 1;
+                freed += row.get::<_, i64>(2)?.max(0) as u64;
+            }
         }
     }
     // Then the run's own oldest captures, if the caps still call for it (a burst larger than the
@@ -585,78 +621,92 @@ fn store_bin(
         skip += 1;
     }
     let kept = &tally.new[skip..];
-    let recycled = old.len().min(kept.len());
-    if recycled > 0 {
-        let mut overwrite = conn.prepare_cached(
-            "UPDATE bin_requests SET seq = ?2, received_at = ?3, method = ?4, path = ?5,
-                 subpath = ?6, query = ?7, content_type = ?8, body_size = ?9,
-                 body_truncated = ?10, remote_addr = ?11, http_version = ?12, headers = ?13,
-                 body = ?14, response = ?15, body_codec = ?16
-             WHERE id = ?1",
-        )?;
-        for (&(row, _), &(i, id)) in old.iter().zip(kept) {
-            overwrite.execute(capture_params(row, id, run[i]))?;
+    // Each kept capture takes the row of the evicted request `size` ids older, in its slot;
+    // both lists go up by id.
+    let mut recycle: Vec<Option<i64>> = vec![None; kept.len()];
+    let mut used = vec![false; old.len()];
+    let mut o = 0;
+    for (k, &(_, id)) in kept.iter().enumerate() {
+        let wanted = id.saturating_sub(size);
+        while o < old.len() && old[o].1 < wanted {
+            o += 1;
+        }
+        if o < old.len() && old[o].1 == wanted {
+            recycle[k] = Some(old[o].0);
+            used[o] = true;
+            o += 1;
         }
     }
-    // The evicted rows not recycled are newer than the recycled ones, which now carry new ids:
-    // one range delete up to the newest of them removes exactly those.
-    if let Some(&(_, cutoff)) = old[recycled..].last() {
-        conn.prepare_cached("DELETE FROM bin_requests WHERE bin_id = ?1 AND seq <= ?2")?
-            .execute(params![bin, cutoff])?;
+    // The other evicted rows go first: their slots may be the new rows'.
+    let mut delete = conn.prepare_cached("DELETE FROM bin_requests WHERE id = ?1")?;
+    for (&(row, _), _) in old.iter().zip(&used).filter(|(_, used)| !**used) {
+        delete.execute([row])?;
     }
-    if recycled < kept.len() {
-        let mut insert = conn.prepare_cached(
-            "INSERT INTO bin_requests (bin_id, seq, received_at, method, path, subpath, query,
-                 content_type, body_size, body_truncated, remote_addr, http_version, headers,
-                 body, response, body_codec)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
-        )?;
-        for &(i, id) in &kept[recycled..] {
-            insert.execute(capture_params(bin, id, run[i]))?;
-        }
+    let mut overwrite = conn.prepare_cached(
+        "UPDATE bin_requests SET seq = ?2, received_at = ?3, method = ?4, path = ?5,
+             subpath = ?6, query = ?7, content_type = ?8, body_size = ?9,
+             body_truncated = ?10, remote_addr = ?11, http_version = ?12, headers = ?13,
+             body = ?14, response = ?15, body_codec = ?16
+         WHERE id = ?1",
+    )?;
+    let mut insert = conn.prepare_cached(
+        "INSERT INTO bin_requests (bin_id, seq, received_at, method, path, subpath, query,
+             content_type, body_size, body_truncated, remote_addr, http_version, headers,
+             body, response, body_codec, slot)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+    )?;
+    for (&(i, id), row) in kept.iter().zip(recycle) {
+        let columns = capture_columns(run[i])?;
+        match row {
+            Some(row) => overwrite.execute(params_from_iter(
+                [row.into(), id.into()].into_iter().chain(columns),
+            ))?,
+            None => insert.execute(params_from_iter(
+                [bin.into(), id.into()]
+                    .into_iter()
+                    .chain(columns)
+                    .chain([before.slot(id).into()]),
+            ))?,
+        };
     }
     conn.prepare_cached(
-        "UPDATE bins SET request_count = ?2, last_request_id = ?3, bytes_used = ?4 WHERE id = ?1",
+        "UPDATE bins SET request_count = ?2, last_request_id = ?3, bytes_used = ?4, ring = ?5
+         WHERE id = ?1",
     )?
     .execute(params![
         bin,
         (count - evicted) as i64,
         tally.last_id,
-        (bytes - freed) as i64
+        (bytes - freed) as i64,
+        size
     ])?;
     Ok(evicted)
 }
 
-/// A capture's columns after `first` (the row to overwrite, or the bin of a new row) and its id,
-/// in the order of the INSERT and the UPDATE above.
-fn capture_params<'a, F: rusqlite::ToSql + 'a>(
-    first: F,
-    id: i64,
-    capture: &'a NewCapture,
-) -> impl Params + 'a {
+/// A capture's columns after the first two (the row to overwrite or the bin of a new row, and
+/// the request id), in the order of the UPDATE and the INSERT above. Borrowed, not copied.
+fn capture_columns(capture: &NewCapture) -> rusqlite::Result<[ToSqlOutput<'_>; 14]> {
     let r = &capture.request;
     let (body, codec) = match &capture.packed_body {
         Some(packed) => (packed, super::body::LZ4),
         None => (&r.body, super::body::RAW),
     };
-    (
-        first,
-        id,
-        r.received_at,
-        &r.method,
-        &r.path,
-        &r.subpath,
-        &r.query,
-        &capture.content_type,
-        r.body_size as i64,
-        r.body_truncated,
-        &r.remote_addr,
-        &r.http_version,
-        &capture.headers_blob,
-        body,
-        &capture.response_json,
-        codec,
-    )
+    Ok([
+        r.received_at.to_sql()?,
+        r.method.to_sql()?,
+        r.path.to_sql()?,
+        r.subpath.to_sql()?,
+        r.query.to_sql()?,
+        capture.content_type.to_sql()?,
+        (r.body_size as i64).into(),
+        r.body_truncated.to_sql()?,
+        r.remote_addr.to_sql()?,
+        r.http_version.to_sql()?,
+        capture.headers_blob.to_sql()?,
+        body.to_sql()?,
+        capture.response_json.to_sql()?,
+        codec.into(),
+    ])
 }
 
 /// Answers `op` with the batch's error, made by `error` (one per caller: errors do not clone).
@@ -736,13 +786,16 @@ fn set_response(
 }
 
 fn delete_request(conn: &Connection, bin: &str, id: i64) -> rusqlite::Result<bool> {
+    let Some(ring) = Ring::of(conn, bin)?.filter(|r| r.size > 0) else {
+        return Ok(false);
+    };
     let size: Option<i64> = conn
         .prepare_cached(
-            "DELETE FROM bin_requests WHERE bin_id = ?1 AND seq = ?2
+            "DELETE FROM bin_requests WHERE bin_id = ?1 AND slot = ?2 AND seq = ?3
              RETURNING CASE body_codec WHEN 0 THEN length(body) ELSE body_size END
                  + length(headers)",
         )?
-        .query_row(params![bin, id], |row| row.get(0))
+        .query_row(params![bin, ring.slot(id), id], |row| row.get(0))
         .optional()?;
     if let Some(size) = size {
         conn.prepare_cached(
@@ -754,11 +807,15 @@ fn delete_request(conn: &Connection, bin: &str, id: i64) -> rusqlite::Result<boo
     Ok(size.is_some())
 }
 
+/// Deletes every request of the bin. Its ring starts again at its next capture, with the cap
+/// then in force.
 fn clear_requests(conn: &Connection, bin: &str) -> rusqlite::Result<()> {
     conn.prepare_cached("DELETE FROM bin_requests WHERE bin_id = ?1")?
         .execute([bin])?;
-    conn.prepare_cached("UPDATE bins SET request_count = 0, bytes_used = 0 WHERE id = ?1")?
-        .execute([bin])?;
+    conn.prepare_cached(
+        "UPDATE bins SET request_count = 0, bytes_used = 0, ring = 0 WHERE id = ?1",
+    )?
+    .execute([bin])?;
     Ok(())
 }
 
@@ -866,7 +923,7 @@ fn reap_rows(conn: &Connection, rows: &[i64], bins: Vec<String>) -> rusqlite::Re
         ..ReapProgress::default()
     };
     let mut any = conn.prepare_cached(
-        "SELECT 1 FROM bin_requests INDEXED BY bin_requests_by_bin WHERE bin_id = ?1 AND seq > 0",
+        "SELECT 1 FROM bin_requests INDEXED BY bin_requests_by_bin WHERE bin_id = ?1 AND slot >= 0",
     )?;
     let mut emptied = Vec::new();
     for bin in bins {
@@ -923,10 +980,11 @@ fn reap_by_bin(conn: &Connection, now: i64, budget: usize) -> rusqlite::Result<R
         return Ok(progress);
     }
     let per_bin = budget.div_ceil(ids.len()).max(1);
-    // INDEXED BY without ORDER BY: oldest first, as in `store_bin`.
+    // INDEXED BY without ORDER BY, as in `store_bin`: in slot order, which is the order of the
+    // rows' ids only until a ring wraps; an expired bin goes whole, so any order does.
     let mut oldest = conn.prepare_cached(
         "SELECT id FROM bin_requests INDEXED BY bin_requests_by_bin
-           WHERE bin_id = ?1 AND seq > 0 LIMIT ?2",
+           WHERE bin_id = ?1 AND slot >= 0 LIMIT ?2",
     )?;
     let mut rows = Vec::with_capacity(per_bin * ids.len());
     let mut emptied = Vec::new();
@@ -1258,6 +1316,111 @@ mod tests {
 
     /// Creates the expired bins `expired` (expires_at 500), then captures to `targets` in order
     /// (row ids 1, 2, 3, ...); `BIN` is live.
+    /// (row id, seq, slot) of every stored request, by seq.
+    fn rows(f: &Fixture) -> Vec<(i64, i64, i64)> {
+        let mut stmt = f
+            .conn
+            .prepare("SELECT id, seq, slot FROM bin_requests ORDER BY seq")
+            .unwrap();
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    }
+
+    fn commit_captures(f: &mut Fixture, n: usize, cap: u64) {
+        let (mut batch, waits): (Vec<_>, Vec<_>) = (0..n).map(|_| capture("POST", cap)).unzip();
+        f.commit(&mut batch);
+        for w in waits {
+            outcome(w).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_full_bins_captures_keep_the_row_and_slot_of_the_request_they_evict() {
+        let mut f = Fixture::new();
+        commit_captures(&mut f, 3, 3);
+        assert_eq!(rows(&f), [(1, 1, 1), (2, 2, 2), (3, 3, 0)]);
+        assert_eq!(
+            f.number(&format!("SELECT ring FROM bins WHERE id = '{BIN}'")),
+            3
+        );
+        // Many times round, in batches smaller and larger than the ring.
+        for n in [1, 2, 3, 4, 1, 7, 2] {
+            commit_captures(&mut f, n, 3);
+        }
+        // 23 ids given: the newest three, each in the slot and row its id says since the start.
+        let row_of_slot = |slot: i64| [3, 1, 2][slot as usize];
+        let want: Vec<_> = (21..=23)
+            .map(|seq| (row_of_slot(seq % 3), seq, seq % 3))
+            .collect();
+        assert_eq!(rows(&f), want);
+        assert_eq!(f.request_count(), 3);
+    }
+
+    #[test]
+    fn a_bin_from_before_rings_evicts_by_deleting_and_keeps_its_ids() {
+        let mut f = Fixture::new();
+        // As the v7 migration leaves a bin with requests: slot = seq, an unbounded ring.
+        f.conn
+            .execute_batch(&format!(
+                "UPDATE bins SET ring = {}, last_request_id = 9, request_count = 2
+                   WHERE id = '{BIN}';
+                 INSERT INTO bin_requests (bin_id, seq, slot, received_at, method, path, subpath,
+                   query, body_size, body_truncated, remote_addr, http_version, headers, body)
+                 VALUES ('{BIN}', 5, 5, 0, 'OLD', '/', '', '', 0, 0, '', 'HTTP/1.1', x'', x''),
+                        ('{BIN}', 9, 9, 0, 'OLD', '/', '', '', 0, 0, '', 'HTTP/1.1', x'', x'');",
+                super::super::ring::UNBOUNDED
+            ))
+            .unwrap();
+        commit_captures(&mut f, 2, 3);
+        assert_eq!(
+            rows(&f).iter().map(|r| (r.1, r.2)).collect::<Vec<_>>(),
+            [(9, 9), (10, 10), (11, 11)]
+        );
+        commit_captures(&mut f, 4, 3);
+        assert_eq!(f.stored_methods(), ["POST", "POST", "POST"]);
+        assert_eq!(
+            rows(&f).iter().map(|r| r.1).collect::<Vec<_>>(),
+            [13, 14, 15]
+        );
+        assert!(
+            super::super::read::request(&f.conn, BIN, 15)
+                .unwrap()
+                .is_some()
+        );
+    }
+
+    #[test]
+    fn deleting_a_request_frees_its_slot_and_clearing_a_bin_resets_its_ring() {
+        let mut f = Fixture::new();
+        commit_captures(&mut f, 4, 4);
+        assert!(delete_request(&f.conn, BIN, 3).unwrap());
+        assert!(!delete_request(&f.conn, BIN, 3).unwrap());
+        assert!(!delete_request(&f.conn, BIN, 7).unwrap());
+        assert_eq!(f.request_count(), 3);
+        // 5 takes slot 1 from request 1 (out of the ring's window), 6 slot 2, 7 the free slot 3.
+        commit_captures(&mut f, 3, 4);
+        assert_eq!(
+            rows(&f).iter().map(|r| (r.1, r.2)).collect::<Vec<_>>(),
+            [(4, 0), (5, 1), (6, 2), (7, 3)]
+        );
+        clear_requests(&f.conn, BIN).unwrap();
+        assert_eq!(
+            f.number(&format!("SELECT ring FROM bins WHERE id = '{BIN}'")),
+            0
+        );
+        commit_captures(&mut f, 6, 10);
+        assert_eq!(
+            f.number(&format!("SELECT ring FROM bins WHERE id = '{BIN}'")),
+            10
+        );
+        assert_eq!(
+            rows(&f).iter().map(|r| r.2).collect::<Vec<_>>(),
+            [8, 9, 0, 1, 2, 3]
+        );
+    }
+
     fn reap_fixture(expired: &[&str], targets: &[&str]) -> Fixture {
         let mut f = Fixture::new();
         for id in expired {
