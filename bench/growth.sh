@@ -7,7 +7,7 @@
 # made over the API. Then, for each size:
 #   - fill (not for 0): hookbin is stopped and sqlite3 copies the template row to the layout's
 #     bins up to the size, every column as hookbin stored it except the ones that say where and
-#     when (bin_id, seq, received_at, path, subpath), interleaved in time like concurrent
+#     when (bin_id, seq, slot, received_at, path, subpath), interleaved in time like concurrent
 #     senders; the bins' counters (request_count, last_request_id, bytes_used) are raised to
 #     match; then hookbin starts again and one copied request is read over the API and compared
 #     byte for byte with the template's body;
@@ -30,7 +30,8 @@ CONNS=${BENCH_CONNECTIONS:-50}
 CAP_DURATION=${BENCH_CAP_DURATION:-10}  # seconds
 GETS=${BENCH_GETS:-200}
 SEARCHES=${BENCH_SEARCHES:-50}
-FLAGS=(--max-requests-per-bin 10000000 --max-bin-bytes 1000000000000 --max-bins-per-minute 0)
+CAP=10000000
+FLAGS=(--max-requests-per-bin $CAP --max-bin-bytes 1000000000000 --max-bins-per-minute 0)
 
 command -v sqlite3 >/dev/null || die "sqlite3 not found (Debian package sqlite3)"
 build_tools
@@ -73,10 +74,18 @@ fill() { # DB TEMPLATE_BIN TARGET
         WHEN 'id' THEN 'NULL'
         WHEN 'bin_id' THEN 'b.id'
         WHEN 'seq' THEN 'b.last + r.value'
+        WHEN 'slot' THEN '(b.last + r.value) % b.ring'
         WHEN 'received_at' THEN 't.received_at - 86400000 + (b.last + r.value) * 10 + b.n % 10'
         WHEN 'path' THEN '''/r/'' || b.id || ''/hooks/'' || (b.last + r.value)'
         WHEN 'subpath' THEN '''/hooks/'' || (b.last + r.value)'
         ELSE 't.' || name END, ', ') FROM pragma_table_info('bin_requests')")
+    # Schema 7 and later: a request sits in slot seq % ring, and a bin's ring is the cap at its
+    # first capture (src/storage/sqlite/ring.rs), which the fill stands in for.
+    local ring=0 set_ring=""
+    if [[ $(sqlite3 "$db" "SELECT count(*) FROM pragma_table_info('bins') WHERE name = 'ring'") == 1 ]]; then
+        ring="CASE bins.ring WHEN 0 THEN $CAP ELSE bins.ring END"
+        set_ring=", ring = CASE ring WHEN 0 THEN $CAP ELSE ring END"
+    fi
     local have per_bin_bytes
     have=$(sqlite3 "$db" "SELECT count(*) FROM bin_requests WHERE bin_id IN (SELECT id FROM fill_bins)")
     local nbins; nbins=$(sqlite3 "$db" "SELECT count(*) FROM fill_bins")
@@ -93,13 +102,13 @@ PRAGMA synchronous = OFF;
 PRAGMA cache_size = -1048576;
 BEGIN;
 CREATE TEMP TABLE t AS SELECT * FROM bin_requests WHERE bin_id = '$tpl';
-CREATE TEMP TABLE b AS SELECT f.id, row_number() OVER (ORDER BY f.id) AS n, bins.last_request_id AS last
-    FROM fill_bins f JOIN bins ON bins.id = f.id;
+CREATE TEMP TABLE b AS SELECT f.id, row_number() OVER (ORDER BY f.id) AS n, bins.last_request_id AS last,
+    $ring AS ring FROM fill_bins f JOIN bins ON bins.id = f.id;
 INSERT INTO bin_requests ($cols)
     SELECT $exprs FROM generate_series(1, $rounds) r CROSS JOIN b CROSS JOIN t;
 UPDATE bins SET request_count = request_count + $rounds,
     last_request_id = last_request_id + $rounds,
-    bytes_used = bytes_used + $rounds * (SELECT bytes_used FROM bins WHERE id = '$tpl')
+    bytes_used = bytes_used + $rounds * (SELECT bytes_used FROM bins WHERE id = '$tpl')$set_ring
     WHERE id IN (SELECT id FROM fill_bins);
 COMMIT;
 PRAGMA journal_mode = WAL;

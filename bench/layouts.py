@@ -3,7 +3,7 @@
 
 usage: bench/layouts.py LAYOUT --bins N --fill ROWS --cap N --batch N --commits N [--dir D]
 
-Builds a scratch database in D (default /tmp) with hookbin's tables (schema.sql, version 6) or a
+Builds a scratch database in D (default /tmp) with hookbin's tables as of schema version 6 or a
 variant, fills every bin with ROWS requests (round-robin, in large transactions), then runs
 COMMITS transactions of BATCH captures to bins picked at random, each as the writer does it
 (`store_bin` in src/storage/sqlite/writer.rs: the bin's row read once, a full bin's oldest rows
@@ -12,12 +12,12 @@ frames they wrote by b-tree (bench/walpages.py's reader). Rows have the shape of
 JSON capture as hookbin stores it (a ~700-byte packed body, ~300 bytes of headers).
 
 Layouts:
-  current   schema.sql: bins keyed by their text id, requests indexed by (bin_id, seq)
+  current   schema version 6: bins keyed by their text id, requests indexed by (bin_id, seq)
   intkey    an integer bin number in the requests and their index (bin, seq), and the bin's
             counters in a narrow table of their own keyed by it
   ring      like current, but the index is (bin_id, slot) with slot = seq % cap, so a full bin's
             capture overwrites the row in the slot of the request it evicts and no index entry
-            moves (reads would find request seq at slot seq % cap)
+            moves (reads find request seq at slot seq % cap): what schema version 7 did
   lazy:K    like current, but a full bin evicts nothing until it holds cap + K requests, then
             deletes its oldest K in one statement (reads would hide the surplus)
 
