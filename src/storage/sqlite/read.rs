@@ -193,21 +193,7 @@ pub fn summaries_before(
     before: i64,
     limit: usize,
 ) -> rusqlite::Result<Vec<RequestSummary>> {
-    let mut page = Vec::new();
-    if limit > 0 {
-        walk(
-            conn,
-            bin,
-            1..=before.saturating_sub(1),
-            true,
-            SUMMARY_COLUMNS,
-            |row| {
-                page.push(summary_from_row(row)?);
-                Ok(page.len() < limit)
-            },
-        )?;
-    }
-    Ok(page)
+    summaries(conn, bin, 1..=before.saturating_sub(1), true, limit)
 }
 
 pub fn summaries_after(
@@ -217,19 +203,23 @@ pub fn summaries_after(
     through: i64,
     limit: usize,
 ) -> rusqlite::Result<Vec<RequestSummary>> {
+    summaries(conn, bin, after.saturating_add(1)..=through, false, limit)
+}
+
+/// At most `limit` summaries of the bin's requests with ids in `ids`, in id order.
+fn summaries(
+    conn: &Connection,
+    bin: &str,
+    ids: std::ops::RangeInclusive<i64>,
+    newest_first: bool,
+    limit: usize,
+) -> rusqlite::Result<Vec<RequestSummary>> {
     let mut page = Vec::new();
     if limit > 0 {
-        walk(
-            conn,
-            bin,
-            after.saturating_add(1)..=through,
-            false,
-            SUMMARY_COLUMNS,
-            |row| {
-                page.push(summary_from_row(row)?);
-                Ok(page.len() < limit)
-            },
-        )?;
+        walk(conn, bin, ids, newest_first, SUMMARY_COLUMNS, |row| {
+            page.push(summary_from_row(row)?);
+            Ok(page.len() < limit)
+        })?;
     }
     Ok(page)
 }
