@@ -1314,8 +1314,6 @@ mod tests {
         assert!(f.number("SELECT sum(length(body)) FROM bin_requests") < bytes / 2);
     }
 
-    /// Creates the expired bins `expired` (expires_at 500), then captures to `targets` in order
-    /// (row ids 1, 2, 3, ...); `BIN` is live.
     /// (row id, seq, slot) of every stored request, by seq.
     fn rows(f: &Fixture) -> Vec<(i64, i64, i64)> {
         let mut stmt = f
@@ -1421,6 +1419,8 @@ mod tests {
         );
     }
 
+    /// Creates the expired bins `expired` (expires_at 500), then captures to `targets` in order
+    /// (row ids 1, 2, 3, ...); `BIN` is live.
     fn reap_fixture(expired: &[&str], targets: &[&str]) -> Fixture {
         let mut f = Fixture::new();
         for id in expired {
