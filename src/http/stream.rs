@@ -584,7 +584,8 @@ mod tests {
     /// the ids those dropped, and the rest from memory: here the database has evicted the
     /// dropped ones (past the cap of 1000) and many the recent batches still hold, and the
     /// stream gets every one of the latter. Replaying everything after its last id from the
-    /// database instead skipped ids 3-103. (Id 1 the stream took live before it fell behind.)
+    /// database instead skipped ids 3-103. (Id 1, and at times 2, the stream took live before it
+    /// fell behind.)
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_stream_behind_the_recent_batches_reads_only_what_they_dropped_from_the_database() {
         let (state, bin, _keep) = state_with_bin().await;
@@ -611,8 +612,12 @@ mod tests {
             "ids 1-3 evicted"
         );
 
-        let want: Vec<i64> = [1].into_iter().chain(3..=1103).collect();
-        assert_eq!(read_through(&mut rx, 1103).await, want);
+        // Id 2 as well when the feed took it live before it fell behind: with slow commits (a
+        // loaded machine) it reads event 2 before capture 3 is made, and holds it.
+        let got = read_through(&mut rx, 1103).await;
+        let live = if got.get(1) == Some(&2) { 2 } else { 1 };
+        let want: Vec<i64> = (1..=live).chain(3..=1103).collect();
+        assert_eq!(got, want);
         assert!(state.metrics.stream_resyncs.load(Ordering::Relaxed) >= 1);
         assert!(state.metrics.stream_catchups.load(Ordering::Relaxed) >= 1);
         drop(rx);
