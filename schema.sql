@@ -1,4 +1,4 @@
--- hookbin database schema, version 7 (`PRAGMA user_version`).
+-- hookbin database schema, version 8 (`PRAGMA user_version`).
 --
 -- Embedded in the binary (src/storage/schema.rs) and applied in one transaction when the database
 -- file is new; a file made by an older hookbin is brought up to this version by the migrations in
@@ -55,16 +55,32 @@ CREATE TABLE bin_requests (
     headers        BLOB    NOT NULL,             -- ordered (name, value) pairs, see src/storage/headers.rs
     body           BLOB    NOT NULL,             -- the bytes exactly as received, or packed (body_codec)
     -- What hookbin answered, as sent: {"status", "headers": [[name, value]...], "body_size",
-    -- "delay_ms"}; NULL for requests captured before version 5. Last, like a column added by
-    -- ALTER TABLE, so that old and new files have one shape; it is only read with the body.
+    -- "delay_ms"}, when the bin's `bin_responses` do not hold it (see `response_n`); NULL for
+    -- requests captured before version 5. Last, like a column added by ALTER TABLE, so that old
+    -- and new files have one shape; it is only read with the body.
     response       TEXT,
     -- How `body` holds the bytes: 0 as received, 1 compressed (one LZ4 block that unpacks to
     -- body_size bytes; never a truncated body). Compressed when that saves an eighth or more, so
     -- that more rows fit a page. Last, like `response`.
-    body_codec     INTEGER NOT NULL DEFAULT 0
+    body_codec     INTEGER NOT NULL DEFAULT 0,
+    -- What hookbin answered, when it is one of the bin's `bin_responses`: its `n` there, and
+    -- `response` is NULL. Since version 8; last, like `response`.
+    response_n     INTEGER
 );
 
 -- Lookups by public id, newest-first listing, cursor pagination, per-bin eviction of the oldest,
 -- and the foreign key's cascade all use this index. By slot, not by seq: a capture that
 -- overwrites the request it evicts keeps the slot, and so leaves the index untouched.
 CREATE UNIQUE INDEX bin_requests_by_bin ON bin_requests (bin_id, slot);
+
+-- The answers hookbin sent to a bin's captures, each stored once (version 8): a bin answers its
+-- captures with a handful of distinct responses (its default or custom one, a 413), and the
+-- record of one, some 260 bytes, was half of a small capture's row. A bin keeps at most 16; a
+-- capture whose answer is not among them once there are 16 stores it in its own row
+-- (`bin_requests.response`). Removed with the bin, and when its requests are cleared.
+CREATE TABLE bin_responses (
+    bin_id TEXT    NOT NULL REFERENCES bins (id) ON DELETE CASCADE,
+    n      INTEGER NOT NULL,                     -- 1, 2, ... within the bin
+    record TEXT    NOT NULL,                     -- as bin_requests.response
+    PRIMARY KEY (bin_id, n)
+) WITHOUT ROWID;

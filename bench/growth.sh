@@ -86,6 +86,13 @@ fill() { # DB TEMPLATE_BIN TARGET
         ring="CASE bins.ring WHEN 0 THEN $CAP ELSE bins.ring END"
         set_ring=", ring = CASE ring WHEN 0 THEN $CAP ELSE ring END"
     fi
+    # Schema 8 and later: a request names its answer among its bin's bin_responses, which the
+    # fill copies from the template bin.
+    local answers=""
+    if [[ $(sqlite3 "$db" "SELECT count(*) FROM sqlite_schema WHERE name = 'bin_responses'") == 1 ]]; then
+        answers="INSERT OR IGNORE INTO bin_responses (bin_id, n, record)
+    SELECT b.id, a.n, a.record FROM b CROSS JOIN bin_responses a WHERE a.bin_id = '$tpl';"
+    fi
     local have per_bin_bytes
     have=$(sqlite3 "$db" "SELECT count(*) FROM bin_requests WHERE bin_id IN (SELECT id FROM fill_bins)")
     local nbins; nbins=$(sqlite3 "$db" "SELECT count(*) FROM fill_bins")
@@ -106,6 +113,7 @@ CREATE TEMP TABLE b AS SELECT f.id, row_number() OVER (ORDER BY f.id) AS n, bins
     $ring AS ring FROM fill_bins f JOIN bins ON bins.id = f.id;
 INSERT INTO bin_requests ($cols)
     SELECT $exprs FROM generate_series(1, $rounds) r CROSS JOIN b CROSS JOIN t;
+$answers
 UPDATE bins SET request_count = request_count + $rounds,
     last_request_id = last_request_id + $rounds,
     bytes_used = bytes_used + $rounds * (SELECT bytes_used FROM bins WHERE id = '$tpl')$set_ring
@@ -123,6 +131,8 @@ check_copy() { # ADDR BIN
     got=$(curl -s "http://$1/api/bins/$2/requests/1/body" | sha256sum)
     want=$(sha256sum <"$BODY")
     [[ $got == "$want" ]] || die "request 1 of bin $2 does not read back as the template's body"
+    curl -s "http://$1/api/bins/$2/requests/1" | grep -q '"response": *{"status"' ||
+        die "request 1 of bin $2 does not read back the answer it got"
 }
 
 measure() { # LAYOUT SIZE ADDR BINS_FILE FULL_BIN

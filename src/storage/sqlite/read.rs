@@ -224,8 +224,13 @@ fn summaries(
     Ok(page)
 }
 
+/// For [`walk`], whose `?1` is the bin. The answer is in the row (requests captured before
+/// schema version 8, or beyond the bin's stored answers) or one of the bin's `bin_responses`.
 const REQUEST_COLUMNS: &str = "seq, bin_id, received_at, method, path, subpath, query, \
-     body_size, body_truncated, remote_addr, http_version, headers, body, response, body_codec";
+     body_size, body_truncated, remote_addr, http_version, headers, body, \
+     coalesce(response, (SELECT a.record FROM bin_responses AS a \
+         WHERE a.bin_id = ?1 AND a.n = bin_requests.response_n)), \
+     body_codec";
 
 fn request_from_row(row: &Row<'_>) -> rusqlite::Result<StoredRequest> {
     let blob: Vec<u8> = row.get(11)?;

@@ -27,7 +27,7 @@ const WAL_SIZE_LIMIT: u64 = 64 * 1024 * 1024;
 /// pages the writer touched, and RSS counts what it holds (peak RSS +14 MiB in that run).
 const WRITER_CACHE_KIB: u32 = 16 * 1024;
 /// `PRAGMA user_version` of a database made by this binary.
-pub const SCHEMA_VERSION: i64 = 7;
+pub const SCHEMA_VERSION: i64 = 8;
 
 /// One step up, from version `to - 1` to `to`.
 struct Migration {
@@ -72,7 +72,25 @@ const MIGRATIONS: &[Migration] = &[
         sql: V6_TO_V7,
         what: "request slots (each bin's rows reused in place)",
     },
+    Migration {
+        to: 8,
+        sql: V7_TO_V8,
+        what: "each bin's answers stored once",
+    },
 ];
+
+/// v8: the answers a bin's captures got are stored once per bin (`bin_responses`), and a request
+/// names its answer there (`bin_requests.response_n`). Existing requests keep theirs in their own
+/// row (`response`), which every read still looks at first: nothing is copied.
+const V7_TO_V8: &str = "
+ALTER TABLE bin_requests ADD COLUMN response_n INTEGER;
+CREATE TABLE bin_responses (
+    bin_id TEXT    NOT NULL REFERENCES bins (id) ON DELETE CASCADE,
+    n      INTEGER NOT NULL,
+    record TEXT    NOT NULL,
+    PRIMARY KEY (bin_id, n)
+) WITHOUT ROWID;
+";
 
 /// v7: each request has a slot in its bin's ring (`bin_requests.slot`, `bins.ring`; see
 /// `storage/sqlite/ring.rs`), and the index goes by slot. Existing requests keep their id as
@@ -351,7 +369,7 @@ mod tests {
     /// `schema.sql` as hookbin 0.1 shipped it (version 1), kept verbatim.
     const SCHEMA_V1: &str = include_str!("../../../tests/data/schema-v1.sql");
 
-    /// Columns, indexes and foreign keys of both tables, as SQLite reports them.
+    /// Columns, indexes and foreign keys of every table, as SQLite reports them.
     fn shape(conn: &Connection) -> Vec<String> {
         let rows = |sql: &str| -> Vec<String> {
             let mut stmt = conn.prepare(sql).unwrap();
@@ -367,7 +385,7 @@ mod tests {
             .unwrap()
         };
         let mut out = Vec::new();
-        for table in ["bins", "bin_requests"] {
+        for table in ["bins", "bin_requests", "bin_responses"] {
             out.extend(rows(&format!("SELECT * FROM pragma_table_info('{table}')")));
             out.extend(rows(&format!(
                 "SELECT * FROM pragma_foreign_key_list('{table}')"

@@ -646,17 +646,20 @@ fn store_bin(
         "UPDATE bin_requests SET seq = ?2, received_at = ?3, method = ?4, path = ?5,
              subpath = ?6, query = ?7, content_type = ?8, body_size = ?9,
              body_truncated = ?10, remote_addr = ?11, http_version = ?12, headers = ?13,
-             body = ?14, response = ?15, body_codec = ?16
+             body = ?14, response = ?15, body_codec = ?16, response_n = ?17
          WHERE id = ?1",
     )?;
     let mut insert = conn.prepare_cached(
         "INSERT INTO bin_requests (bin_id, seq, received_at, method, path, subpath, query,
              content_type, body_size, body_truncated, remote_addr, http_version, headers,
-             body, response, body_codec, slot)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+             body, response, body_codec, response_n, slot)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
+             ?18)",
     )?;
+    let mut answers = Answers::new(bin);
     for (&(i, id), row) in kept.iter().zip(recycle) {
-        let columns = capture_columns(run[i])?;
+        let answer = answers.find(conn, run[i].response_json.as_ref())?;
+        let columns = capture_columns(run[i], answer)?;
         match row {
             Some(row) => overwrite.execute(params_from_iter(
                 [row.into(), id.into()].into_iter().chain(columns),
@@ -683,9 +686,81 @@ fn store_bin(
     Ok(evicted)
 }
 
+/// Distinct answers a bin keeps in `bin_responses`. A capture whose answer is not among them once
+/// the bin has this many stores it in its own row: the sender chooses some of what a CORS
+/// preflight's answer says, and a stored answer stays until its bin is cleared or deleted,
+/// outside `--max-bin-bytes`, so their number must be bounded.
+pub const MAX_ANSWERS_PER_BIN: usize = 16;
+
+/// Where the answers of one bin's captures are stored (schema version 8): each distinct answer
+/// once, in `bin_responses`, and a capture names it by its `n` there. The default answer's
+/// record is some 260 bytes, half of a small capture's row: storing it in every row made each
+/// capture write 11-18% more bytes to the disk (`bench/run.sh`, RESULTS.md 2026-12-03 14:34).
+struct Answers<'a> {
+    bin: &'a str,
+    /// The bin's stored answers (record, n), read at the first capture that has one.
+    known: Option<Vec<(String, i64)>>,
+    /// The previous capture's answer and where it went: a run's captures mostly share one.
+    last: Option<(&'a Arc<str>, Option<i64>)>,
+}
+
+impl<'a> Answers<'a> {
+    fn new(bin: &'a str) -> Self {
+        Answers {
+            bin,
+            known: None,
+            last: None,
+        }
+    }
+
+    /// `record`'s `n` in the bin's `bin_responses`, stored there first if it is new and the bin
+    /// has room; `None` when the row keeps it (or there is none).
+    fn find(
+        &mut self,
+        conn: &Connection,
+        record: Option<&'a Arc<str>>,
+    ) -> rusqlite::Result<Option<i64>> {
+        let Some(record) = record else {
+            return Ok(None);
+        };
+        if let Some((last, n)) = self.last
+            && (Arc::ptr_eq(last, record) || last == record)
+        {
+            return Ok(n);
+        }
+        let known = match &mut self.known {
+            Some(known) => known,
+            None => self.known.insert(
+                conn.prepare_cached("SELECT record, n FROM bin_responses WHERE bin_id = ?1")?
+                    .query_map([self.bin], |row| Ok((row.get(0)?, row.get(1)?)))?
+                    .collect::<rusqlite::Result<_>>()?,
+            ),
+        };
+        let n = match known.iter().find(|(text, _)| **text == **record) {
+            Some(&(_, n)) => Some(n),
+            None if known.len() < MAX_ANSWERS_PER_BIN => {
+                let n = known.iter().map(|&(_, n)| n).max().unwrap_or(0) + 1;
+                conn.prepare_cached(
+                    "INSERT INTO bin_responses (bin_id, n, record) VALUES (?1, ?2, ?3)",
+                )?
+                .execute(params![self.bin, n, &**record])?;
+                known.push((record.to_string(), n));
+                Some(n)
+            }
+            None => None,
+        };
+        self.last = Some((record, n));
+        Ok(n)
+    }
+}
+
 /// A capture's columns after the first two (the row to overwrite or the bin of a new row, and
 /// the request id), in the order of the UPDATE and the INSERT above. Borrowed, not copied.
-fn capture_columns(capture: &NewCapture) -> rusqlite::Result<[ToSqlOutput<'_>; 14]> {
+/// `answer`: the `bin_responses.n` of its answer, which the row then does not repeat.
+fn capture_columns(
+    capture: &NewCapture,
+    answer: Option<i64>,
+) -> rusqlite::Result<[ToSqlOutput<'_>; 15]> {
     let r = &capture.request;
     let (body, codec) = match &capture.packed_body {
         Some(packed) => (packed, super::body::LZ4),
@@ -704,8 +779,15 @@ fn capture_columns(capture: &NewCapture) -> rusqlite::Result<[ToSqlOutput<'_>; 1
         r.http_version.to_sql()?,
         capture.headers_blob.to_sql()?,
         body.to_sql()?,
-        capture.response_json.to_sql()?,
+        match answer {
+            Some(_) => ToSqlOutput::from(rusqlite::types::Null),
+            None => capture.response_json.to_sql()?,
+        },
         codec.into(),
+        match answer {
+            Some(n) => n.into(),
+            None => ToSqlOutput::from(rusqlite::types::Null),
+        },
     ])
 }
 
@@ -807,10 +889,12 @@ fn delete_request(conn: &Connection, bin: &str, id: i64) -> rusqlite::Result<boo
     Ok(size.is_some())
 }
 
-/// Deletes every request of the bin. Its ring starts again at its next capture, with the cap
-/// then in force.
+/// Deletes every request of the bin, and the answers they got. Its ring starts again at its next
+/// capture, with the cap then in force.
 fn clear_requests(conn: &Connection, bin: &str) -> rusqlite::Result<()> {
     conn.prepare_cached("DELETE FROM bin_requests WHERE bin_id = ?1")?
+        .execute([bin])?;
+    conn.prepare_cached("DELETE FROM bin_responses WHERE bin_id = ?1")?
         .execute([bin])?;
     conn.prepare_cached(
         "UPDATE bins SET request_count = 0, bytes_used = 0, ring = 0 WHERE id = ?1",
@@ -1417,6 +1501,181 @@ mod tests {
             rows(&f).iter().map(|r| r.2).collect::<Vec<_>>(),
             [8, 9, 0, 1, 2, 3]
         );
+    }
+
+    /// A capture to `bin` that was answered with `record`.
+    fn answered(bin: &str, cap: u64, record: &Arc<str>) -> (Op, CaptureWait) {
+        let (mut op, wait) = capture_to(bin, "POST", cap, u64::MAX, b"{}");
+        if let Op::Capture { capture, .. } = &mut op {
+            capture.response_json = Some(record.clone());
+        }
+        (op, wait)
+    }
+
+    fn record(status: u16) -> Arc<str> {
+        crate::model::ResponseRecord {
+            status,
+            headers: vec![("content-type".into(), "text/plain".into())],
+            body_size: 2,
+            delay_ms: 0,
+        }
+        .to_json()
+        .into()
+    }
+
+    /// (seq, response in the row, response_n) of the bin's rows, by seq.
+    fn answer_columns(f: &Fixture, bin: &str) -> Vec<(i64, Option<String>, Option<i64>)> {
+        let mut stmt = f
+            .conn
+            .prepare(
+                "SELECT seq, response, response_n FROM bin_requests WHERE bin_id = ?1 ORDER BY seq",
+            )
+            .unwrap();
+        stmt.query_map([bin], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    }
+
+    fn read_answer(f: &Fixture, bin: &str, id: i64) -> Option<crate::model::ResponseRecord> {
+        super::super::read::request(&f.conn, bin, id)
+            .unwrap()
+            .expect("the request is stored")
+            .response
+    }
+
+    #[test]
+    fn a_bins_answers_are_stored_once_and_every_request_reads_its_own() {
+        let mut f = Fixture::new();
+        let (ok, teapot) = (record(200), record(418));
+        // Equal records from different captures (a custom response makes one per capture).
+        let ok_again: Arc<str> = ok.to_string().into();
+        let mut batch: Vec<Op> = [&ok, &teapot, &ok_again, &ok]
+            .iter()
+            .map(|r| answered(BIN, 10, r).0)
+            .collect();
+        f.commit(&mut batch);
+        // Later batches find the stored answers.
+        let mut batch = vec![answered(BIN, 10, &teapot).0, capture("GET", 10).0];
+        f.commit(&mut batch);
+        assert_eq!(
+            f.number(&format!(
+                "SELECT count(*) FROM bin_responses WHERE bin_id = '{BIN}'"
+            )),
+            2
+        );
+        assert_eq!(
+            answer_columns(&f, BIN),
+            [
+                (1, None, Some(1)),
+                (2, None, Some(2)),
+                (3, None, Some(1)),
+                (4, None, Some(1)),
+                (5, None, Some(2)),
+                (6, None, None),
+            ]
+        );
+        let parse = |r: &Arc<str>| crate::model::ResponseRecord::from_json(r);
+        for (id, want) in [(1, &ok), (2, &teapot), (3, &ok), (4, &ok), (5, &teapot)] {
+            assert_eq!(read_answer(&f, BIN, id), parse(want), "request {id}");
+        }
+        assert_eq!(read_answer(&f, BIN, 6), None);
+
+        // Another bin numbers its own answers.
+        f.conn
+            .execute(
+                "INSERT INTO bins (id, created_at, expires_at) VALUES ('b2', 0, 1000000)",
+                [],
+            )
+            .unwrap();
+        let mut batch = vec![answered("b2", 10, &teapot).0];
+        f.commit(&mut batch);
+        assert_eq!(answer_columns(&f, "b2"), [(1, None, Some(1))]);
+        assert_eq!(read_answer(&f, "b2", 1), parse(&teapot));
+
+        // A request written over an evicted one takes its own answer, not the evicted one's.
+        let mut batch: Vec<Op> = (0..10).map(|_| answered("b2", 2, &ok).0).collect();
+        f.commit(&mut batch);
+        assert_eq!(read_answer(&f, "b2", 11), parse(&ok));
+        assert_eq!(
+            f.number("SELECT count(*) FROM bin_requests WHERE bin_id = 'b2'"),
+            2
+        );
+    }
+
+    #[test]
+    fn a_bin_stores_a_bounded_number_of_answers_and_keeps_the_rest_in_their_rows() {
+        let mut f = Fixture::new();
+        let records: Vec<Arc<str>> = (0..MAX_ANSWERS_PER_BIN as u16 + 3)
+            .map(|i| record(200 + i))
+            .collect();
+        let mut batch: Vec<Op> = records.iter().map(|r| answered(BIN, 100, r).0).collect();
+        f.commit(&mut batch);
+        // A stored answer is still found once the bin is full.
+        let mut batch = vec![answered(BIN, 100, &records[0]).0];
+        f.commit(&mut batch);
+        assert_eq!(
+            f.number("SELECT count(*) FROM bin_responses"),
+            MAX_ANSWERS_PER_BIN as i64
+        );
+        let columns = answer_columns(&f, BIN);
+        for (i, (seq, inline, n)) in columns.iter().enumerate() {
+            if i < MAX_ANSWERS_PER_BIN {
+                assert_eq!((inline, *n), (&None, Some(i as i64 + 1)), "request {seq}");
+            } else if i < records.len() {
+                assert_eq!(
+                    (inline.as_deref(), *n),
+                    (Some(&*records[i]), None),
+                    "request {seq}"
+                );
+            } else {
+                assert_eq!((inline, *n), (&None, Some(1)), "request {seq}");
+            }
+        }
+        for (i, record) in records.iter().enumerate() {
+            let id = i as i64 + 1;
+            assert_eq!(
+                read_answer(&f, BIN, id),
+                crate::model::ResponseRecord::from_json(record),
+                "request {id}"
+            );
+        }
+    }
+
+    #[test]
+    fn clearing_or_deleting_a_bin_removes_its_answers() {
+        let mut f = Fixture::new();
+        f.conn
+            .execute(
+                "INSERT INTO bins (id, created_at, expires_at) VALUES ('b2', 0, 1000000)",
+                [],
+            )
+            .unwrap();
+        let mut batch = vec![
+            answered(BIN, 10, &record(200)).0,
+            answered("b2", 10, &record(201)).0,
+        ];
+        f.commit(&mut batch);
+        let answers = |f: &Fixture, bin: &str| {
+            f.number(&format!(
+                "SELECT count(*) FROM bin_responses WHERE bin_id = '{bin}'"
+            ))
+        };
+        assert_eq!((answers(&f, BIN), answers(&f, "b2")), (1, 1));
+        clear_requests(&f.conn, BIN).unwrap();
+        assert_eq!((answers(&f, BIN), answers(&f, "b2")), (0, 1));
+        // The cleared bin starts again at n = 1, with the answer its new captures get.
+        let mut batch = vec![answered(BIN, 10, &record(202)).0];
+        f.commit(&mut batch);
+        assert_eq!(answer_columns(&f, BIN), [(2, None, Some(1))]);
+        assert_eq!(
+            read_answer(&f, BIN, 2),
+            crate::model::ResponseRecord::from_json(&record(202))
+        );
+        f.conn
+            .execute("DELETE FROM bins WHERE id = 'b2'", [])
+            .unwrap();
+        assert_eq!(answers(&f, "b2"), 0);
     }
 
     /// Creates the expired bins `expired` (expires_at 500), then captures to `targets` in order
