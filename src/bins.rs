@@ -92,6 +92,7 @@ pub async fn create(
         response: response.as_ref().map(ResponseSpec::to_json),
         request_count: 0,
         view_token_hash,
+        slots: None,
     };
     state
         .store

@@ -111,11 +111,21 @@ pub struct Bin {
     /// SHA-256 of a private bin's view token (`None`: a public bin). The token itself is never
     /// stored: it is shown once, when the bin is created.
     pub view_token_hash: Option<[u8; 32]>,
+    /// The most requests the bin can hold whatever `--max-requests-per-bin` says now: on SQLite
+    /// its ring, the cap at its first capture (`storage/sqlite/ring.rs`; a cap raised since
+    /// applies once it is cleared). `None` when only the cap applies (PostgreSQL, or a bin
+    /// without a capture yet).
+    pub slots: Option<u64>,
 }
 
 impl Bin {
     pub fn is_private(&self) -> bool {
         self.view_token_hash.is_some()
+    }
+
+    /// How many requests the bin keeps at most under the cap `cap` now in force.
+    pub fn cap(&self, cap: u64) -> u64 {
+        self.slots.map_or(cap, |slots| slots.min(cap))
     }
 }
 

@@ -374,6 +374,7 @@ mod tests {
                 response: None,
                 request_count: 0,
                 view_token_hash: None,
+                slots: None,
             };
             state.store.create_bin(bin, None).await.unwrap();
             for _ in 0..requests {

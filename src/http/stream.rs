@@ -505,6 +505,7 @@ mod tests {
             response: None,
             request_count: 0,
             view_token_hash: None,
+            slots: None,
         };
         state.store.create_bin(row, None).await.unwrap();
         (Arc::new(state), bin, (writer, trigger, dir))

@@ -385,7 +385,7 @@ async fn render_page(
         expires_abs: absolute_time(bin.expires_at, ui.lang),
         expires_text: time_until(bin.expires_at, now, ui),
         count: bin.request_count,
-        cap: state.config.max_requests_per_bin,
+        cap: bin.cap(state.config.max_requests_per_bin),
         rows,
         blank_row: Some(Row::blank()),
         newest_href: (!first_page).then(|| list_href(bin_id, query.q)),

@@ -102,6 +102,15 @@ fn base64_cursor(text: &str) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(text)
 }
 
+/// The cap the bin page shows beside the request count (`data-cap`).
+fn page_cap(s: &Server, bin: &str) -> u64 {
+    let page = s.get(&format!("/bins/{bin}"));
+    assert_eq!(page.status, 200);
+    let text = page.text();
+    let at = text.find("data-cap=\"").expect("the page shows the cap") + "data-cap=\"".len();
+    text[at..].split('"').next().unwrap().parse().unwrap()
+}
+
 /// What the ring means for the cap on SQLite (docs/API-additions.md): a bin keeps only requests
 /// among its newest `ring` ids, a cap raised since applies to new bins and to a bin once it is
 /// cleared, and a lowered cap applies at once. PostgreSQL keeps the newest `cap` requests.
@@ -135,17 +144,23 @@ fn a_bins_ring_is_the_cap_at_its_first_capture_until_it_is_cleared() {
         }
         let kept = if sqlite { range(9, 12) } else { range(7, 12) };
         assert_eq!(ids(&s.list_all(&bin, 50)), kept);
+        // The bin page says so: "4 of 4", not "of 6".
+        assert_eq!(page_cap(&s, &bin), if sqlite { 4 } else { 6 });
         let fresh = s.create_bin();
+        assert_eq!(page_cap(&s, &fresh), 6);
         for i in 1..=8 {
             s.capture(&fresh, format!("{i}").as_bytes());
         }
         assert_eq!(ids(&s.list_all(&fresh, 50)), range(3, 8));
+        assert_eq!(page_cap(&s, &fresh), 6);
         // Cleared, the old bin starts again with the cap now in force.
         assert_eq!(s.delete(&format!("/api/bins/{bin}/requests")).status, 204);
+        assert_eq!(page_cap(&s, &bin), 6);
         for i in 13..=20 {
             s.capture(&bin, format!("{i}").as_bytes());
         }
         assert_eq!(ids(&s.list_all(&bin, 50)), range(15, 20));
+        assert_eq!(page_cap(&s, &bin), 6);
     }
     {
         // Lowered: every bin keeps the newest 2 at its next capture, and goes on from there.
@@ -157,5 +172,6 @@ fn a_bins_ring_is_the_cap_at_its_first_capture_until_it_is_cleared() {
         for i in 24..=25 {
             assert_eq!(s.stored(&bin, &i.to_string())["body_text"], i.to_string());
         }
+        assert_eq!(page_cap(&s, &bin), 2);
     }
 }

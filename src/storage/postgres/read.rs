@@ -47,6 +47,8 @@ fn bin_from_row(row: &Row) -> Result<Bin, Error> {
         response: row.try_get(3)?,
         request_count: row.try_get::<_, i64>(4)? as u64,
         view_token_hash: token_hash(row.try_get(5)?),
+        // Every bin keeps the newest `cap` requests: no ring.
+        slots: None,
     })
 }
 

@@ -489,6 +489,7 @@ mod tests {
             response: None,
             request_count: 0,
             view_token_hash: None,
+            slots: None,
         };
         store.create_bin(bin, None).await.unwrap();
         let through_walbuf = walbuf::stats().wal_writes;

@@ -108,12 +108,16 @@ pub fn bin_from_row(row: &Row<'_>) -> rusqlite::Result<Bin> {
         response: row.get(3)?,
         request_count: row.get::<_, i64>(4)? as u64,
         view_token_hash: row.get(5)?,
+        slots: match row.get::<_, i64>(6)? {
+            0 => None,
+            ring => Some(ring as u64),
+        },
     })
 }
 
 pub fn bin(conn: &Connection, id: &str, now: i64) -> rusqlite::Result<Option<Bin>> {
     conn.prepare_cached(
-        "SELECT id, created_at, expires_at, response, request_count, view_token_hash FROM bins
+        "SELECT id, created_at, expires_at, response, request_count, view_token_hash, ring FROM bins
          WHERE id = ?1 AND expires_at > ?2",
     )?
     .query_row(params![id, now], bin_from_row)

@@ -861,7 +861,7 @@ fn set_response(
 ) -> rusqlite::Result<Option<Bin>> {
     conn.prepare_cached(
         "UPDATE bins SET response = ?2 WHERE id = ?1 AND expires_at > ?3
-         RETURNING id, created_at, expires_at, response, request_count, view_token_hash",
+         RETURNING id, created_at, expires_at, response, request_count, view_token_hash, ring",
     )?
     .query_row(params![id, response, now], super::read::bin_from_row)
     .optional()
@@ -1221,6 +1221,7 @@ mod tests {
             response: None,
             request_count: 0,
             view_token_hash: None,
+            slots: None,
         }
     }
 
