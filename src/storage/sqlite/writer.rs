@@ -698,23 +698,19 @@ pub const MAX_ANSWERS_PER_BIN: usize = 16;
 /// capture write 11-18% more bytes to the disk (`bench/run.sh`, RESULTS.md 2026-12-03 14:34).
 struct Answers<'a> {
     bin: &'a str,
-    /// The bin's stored answers (record, n), read at the first capture that has one.
-    known: Option<Vec<(String, i64)>>,
     /// The previous capture's answer and where it went: a run's captures mostly share one.
     last: Option<(&'a Arc<str>, Option<i64>)>,
 }
 
 impl<'a> Answers<'a> {
     fn new(bin: &'a str) -> Self {
-        Answers {
-            bin,
-            known: None,
-            last: None,
-        }
+        Answers { bin, last: None }
     }
 
     /// `record`'s `n` in the bin's `bin_responses`, stored there first if it is new and the bin
-    /// has room; `None` when the row keeps it (or there is none).
+    /// has room; `None` when the row keeps it (or there is none). SQLite compares the text, so
+    /// nothing is read out or allocated when a run holds one capture per bin (captures spread
+    /// over many bins look up each bin's answer once per capture).
     fn find(
         &mut self,
         conn: &Connection,
@@ -728,26 +724,30 @@ impl<'a> Answers<'a> {
         {
             return Ok(n);
         }
-        let known = match &mut self.known {
-            Some(known) => known,
-            None => self.known.insert(
-                conn.prepare_cached("SELECT record, n FROM bin_responses WHERE bin_id = ?1")?
-                    .query_map([self.bin], |row| Ok((row.get(0)?, row.get(1)?)))?
-                    .collect::<rusqlite::Result<_>>()?,
-            ),
-        };
-        let n = match known.iter().find(|(text, _)| **text == **record) {
-            Some(&(_, n)) => Some(n),
-            None if known.len() < MAX_ANSWERS_PER_BIN => {
-                let n = known.iter().map(|&(_, n)| n).max().unwrap_or(0) + 1;
-                conn.prepare_cached(
-                    "INSERT INTO bin_responses (bin_id, n, record) VALUES (?1, ?2, ?3)",
-                )?
-                .execute(params![self.bin, n, &**record])?;
-                known.push((record.to_string(), n));
-                Some(n)
+        let text: &str = record;
+        let found: Option<i64> = conn
+            .prepare_cached("SELECT n FROM bin_responses WHERE bin_id = ?1 AND record = ?2")?
+            .query_row(params![self.bin, text], |row| row.get(0))
+            .optional()?;
+        let n = match found {
+            Some(n) => Some(n),
+            None => {
+                let (stored, last): (i64, i64) = conn
+                    .prepare_cached(
+                        "SELECT count(*), coalesce(max(n), 0) FROM bin_responses
+                         WHERE bin_id = ?1",
+                    )?
+                    .query_row([self.bin], |row| Ok((row.get(0)?, row.get(1)?)))?;
+                if (stored as usize) < MAX_ANSWERS_PER_BIN {
+                    conn.prepare_cached(
+                        "INSERT INTO bin_responses (bin_id, n, record) VALUES (?1, ?2, ?3)",
+                    )?
+                    .execute(params![self.bin, last + 1, text])?;
+                    Some(last + 1)
+                } else {
+                    None
+                }
             }
-            None => None,
         };
         self.last = Some((record, n));
         Ok(n)
