@@ -690,7 +690,7 @@ fn store_bin(
 /// the bin has this many stores it in its own row: the sender chooses some of what a CORS
 /// preflight's answer says, and a stored answer stays until its bin is cleared or deleted,
 /// outside `--max-bin-bytes`, so their number must be bounded.
-pub const MAX_ANSWERS_PER_BIN: usize = 16;
+const MAX_ANSWERS_PER_BIN: usize = 16;
 
 /// Where the answers of one bin's captures are stored (schema version 8): each distinct answer
 /// once, in `bin_responses`, and a capture names it by its `n` there. The default answer's
@@ -1103,17 +1103,22 @@ mod tests {
         events: Arc<EventHub>,
     }
 
+    /// A live bin `id`, written directly (no writer batch).
+    fn add_bin(conn: &Connection, id: &str) {
+        conn.execute(
+            "INSERT INTO bins (id, created_at, expires_at) VALUES (?1, 0, 1000000)",
+            [id],
+        )
+        .unwrap();
+    }
+
     impl Fixture {
         fn new() -> Self {
             let dir = tempfile::tempdir().unwrap();
             let conn =
                 super::super::schema::open_writer(&dir.path().join("w.db"), Synchronous::Normal)
                     .unwrap();
-            conn.execute(
-                "INSERT INTO bins (id, created_at, expires_at) VALUES (?1, 0, 1000000)",
-                [BIN],
-            )
-            .unwrap();
+            add_bin(&conn, BIN);
             // A capture whose method is FAIL fails inside SQLite, like a broken disk would.
             conn.execute_batch(
                 "CREATE TEMP TRIGGER fail BEFORE INSERT ON bin_requests WHEN NEW.method = 'FAIL'
@@ -1583,12 +1588,7 @@ mod tests {
         assert_eq!(read_answer(&f, BIN, 6), None);
 
         // Another bin numbers its own answers.
-        f.conn
-            .execute(
-                "INSERT INTO bins (id, created_at, expires_at) VALUES ('b2', 0, 1000000)",
-                [],
-            )
-            .unwrap();
+        add_bin(&f.conn, "b2");
         let mut batch = vec![answered("b2", 10, &teapot).0];
         f.commit(&mut batch);
         assert_eq!(answer_columns(&f, "b2"), [(1, None, Some(1))]);
@@ -1646,12 +1646,7 @@ mod tests {
     #[test]
     fn clearing_or_deleting_a_bin_removes_its_answers() {
         let mut f = Fixture::new();
-        f.conn
-            .execute(
-                "INSERT INTO bins (id, created_at, expires_at) VALUES ('b2', 0, 1000000)",
-                [],
-            )
-            .unwrap();
+        add_bin(&f.conn, "b2");
         let mut batch = vec![
             answered(BIN, 10, &record(200)).0,
             answered("b2", 10, &record(201)).0,
