@@ -53,6 +53,18 @@ const BUSY_INTERVAL: Duration = Duration::from_millis(1);
 const CHUNK: i64 = 512;
 /// WAL frames (pages) beyond which the writer restarts the WAL: 4096 pages of 4 KiB = 16 MiB.
 pub const RESTART_FRAMES: i64 = 4096;
+/// The WAL file's size that SQLite cuts it back to at the first commit after a restart
+/// (`PRAGMA journal_size_limit`), when it is larger: the restart point and [`CHUNK`] frames more
+/// (18.1 MiB with 4 KiB pages). A WAL normally ends within a batch of the restart point (16.2-16.5
+/// MiB in bench/soak.sh), but while the disk stalls the writer's restart waits and the WAL grows
+/// (16.3 -> 25.3 MiB during stalls of 95-300 ms, bench/RESULTS.md 2026-12-03 15:09); with a
+/// limit of 64 MiB the file then kept that size for good. Cutting it back costs one `ftruncate`
+/// in the commit after such a stall, and none in ordinary cycles: a whole bench/run.sh, 48,000
+/// captures/s at saturation included, cut the WAL to this size 0 times (RESULTS 2026-12-03 17:44).
+pub const WAL_FILE_LIMIT: u64 =
+    WAL_HEADER + (RESTART_FRAMES + CHUNK) as u64 * (DB_PAGE + FRAME_HEADER);
+/// SQLite's default page size, which hookbin's databases keep (bench/RESULTS.md 2026-12-01 19:08).
+const DB_PAGE: u64 = 4096;
 /// How long the WAL stays unchanged, every frame copied, before the writer is asked to truncate
 /// it (see the module docs). The kernel drops page cache left alone for about a minute; a
 /// truncation costs the writer an `ftruncate` (5-7 ms measured with online discard), so not at
@@ -570,6 +582,48 @@ mod tests {
             .query_row("SELECT count(*) FROM bins", [], |r| r.get(0))
             .unwrap();
         assert_eq!(n, 3);
+    }
+
+    #[test]
+    fn a_wal_grown_past_the_limit_is_cut_back_after_its_restart_and_an_ordinary_one_is_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = writer(dir.path());
+        conn.execute_batch("CREATE TABLE big (b BLOB)").unwrap();
+        // `pages` WAL frames in one commit: a blob of that many overflow pages.
+        let fill = |pages: u64| {
+            conn.execute(
+                "INSERT INTO big VALUES (zeroblob(?1))",
+                [(pages * 4000) as i64],
+            )
+            .unwrap();
+        };
+        let restart = |id: &str| {
+            let done = checkpoint(&conn, "PASSIVE").unwrap();
+            assert_eq!(done.frames, done.copied);
+            // The first commit after a complete checkpoint starts the WAL over.
+            add_bin(&conn, id);
+        };
+
+        // A WAL that ends a little past the restart point, as every cycle under load does:
+        // the file keeps its size, so the next cycle writes over it and never extends it.
+        fill(RESTART_FRAMES as u64 + CHUNK as u64 / 2);
+        let ordinary = wal_len(dir.path());
+        assert!(
+            ordinary > 16 << 20 && ordinary < WAL_FILE_LIMIT,
+            "{ordinary}"
+        );
+        restart("a");
+        assert_eq!(wal_len(dir.path()), ordinary);
+
+        // A WAL that grew further (a stalled restart): cut back to the limit, not kept.
+        fill(RESTART_FRAMES as u64 + 2 * CHUNK as u64);
+        assert!(wal_len(dir.path()) > WAL_FILE_LIMIT + (1 << 20));
+        restart("b");
+        assert_eq!(wal_len(dir.path()), WAL_FILE_LIMIT);
+        let n: i64 = conn
+            .query_row("SELECT count(*) FROM bins", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(n, 2);
     }
 
     #[test]

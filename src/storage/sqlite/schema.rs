@@ -15,8 +15,6 @@ use crate::storage::{StoreError, Synchronous};
 
 /// The top-level `schema.sql`, compiled in so that one binary deploys.
 pub const SCHEMA_SQL: &str = include_str!("../../../schema.sql");
-/// Bytes a WAL file is cut back to after a checkpoint (64 MiB).
-const WAL_SIZE_LIMIT: u64 = 64 * 1024 * 1024;
 /// The write connection's page cache, in KiB (SQLite's default is 2000 KiB, which readers keep).
 ///
 /// Captures round-robin over many bins touch, in every batch, the `(bin_id, seq)` index leaf
@@ -225,14 +223,16 @@ pub fn open_writer(path: &Path, sync: Synchronous) -> Result<Connection, StoreEr
     };
     // wal_autocheckpoint = 0: checkpoints run beside the writer and between its batches (see
     // checkpoint.rs), not inside whichever capture's COMMIT crosses the threshold.
-    // journal_size_limit: a WAL that a burst made large is cut back after the next checkpoint.
+    // journal_size_limit: a WAL that a burst or a stalled disk made large is cut back after the
+    // next restart (see checkpoint::WAL_FILE_LIMIT).
     // temp_store = MEMORY: a statement that changes many rows (eviction, reaping) keeps a journal
     // of the pages it touched, to undo itself if it fails midway; past 64 KiB SQLite spilled it
     // to a temporary file, opened and closed once per batch under load.
     // cache_size: see WRITER_CACHE_KIB (negative: in KiB rather than pages).
+    let wal_limit = super::checkpoint::WAL_FILE_LIMIT;
     conn.execute_batch(&format!(
         "PRAGMA synchronous = {sync}; PRAGMA foreign_keys = ON; PRAGMA wal_autocheckpoint = 0;
-         PRAGMA journal_size_limit = {WAL_SIZE_LIMIT}; PRAGMA temp_store = MEMORY;
+         PRAGMA journal_size_limit = {wal_limit}; PRAGMA temp_store = MEMORY;
          PRAGMA cache_size = -{WRITER_CACHE_KIB};"
     ))
     .map_err(open)?;
