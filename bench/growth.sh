@@ -16,7 +16,9 @@
 #     GET /api/bins/{bin}/requests?limit=50 ($GETS sequential requests each), and the full-scan
 #     searches of bench/run.sh (?q=body:no-such-text, ?q=zebra; $SEARCHES each) on a full bin.
 #     Beside the throughput, hookbin's CPU time and the bytes it dirtied in the page cache (what
-#     goes to the disk: WAL and checkpoints) per capture of the load, from /proc/<pid>/{stat,io}.
+#     goes to the disk: WAL and checkpoints) per capture of the load, from /proc/<pid>/{stat,io},
+#     and the steal during the load (% of the machine's CPU time the hypervisor gave other guests:
+#     on a shared host a few % of it slows that size's load, and the ratio with it).
 # hookbin runs with --max-requests-per-bin and --max-bin-bytes far above the sizes, so nothing is
 # evicted: the stored count only grows.
 # Goals: capture throughput >= 0.8x the empty database's (same layout); page and list p99
@@ -138,10 +140,12 @@ check_copy() { # ADDR BIN
 measure() { # LAYOUT SIZE ADDR BINS_FILE FULL_BIN
     local layout=$1 size=$2 addr=$3 bins=$4 full=$5
     lock -x
-    local cap rps p99 page list s1 s2 worst before cpu disk
+    local cap rps p99 page list s1 s2 worst before cpu disk m0 steal
     before=$(proc_counters "$layout")
+    m0=$(machine_ticks)
     cap=$("$LOADGEN" capture --addr "$addr" --bins-file "$bins" --rate 0 --conns "$CONNS" \
         --duration "$CAP_DURATION" --quiet 2>"$WORK/cap.err") || { cat "$WORK/cap.err" >&2; die "loadgen failed"; }
+    steal=$(steal_pct "$m0" "$(machine_ticks)")
     rps=$(field rps "$cap"); p99=$(ms "$(field p99_us "$cap")")
     read -r cpu disk _ <<<"$(per_capture "$before" "$(proc_counters "$layout")" "$(field ok2xx "$cap")")"
     # The load leaves ~GB of dirty pages; written back during the reads, they would time the
@@ -160,8 +164,8 @@ measure() { # LAYOUT SIZE ADDR BINS_FILE FULL_BIN
     unlock
     local stored; stored=$(sqlite3 -readonly "$WORK/$layout.db" "SELECT sum(request_count) FROM bins") || stored="?"
     local n; n=$(bin_count "$addr" "$full")
-    ROWS+=("$(printf '%-7s %9s %9s  %9s  %7s  %6s  %6s  %7s  %7s  %7s  %7s  %7s %8s  %s' "$layout" "$size" "$stored" "$rps" "$p99" \
-        "$cpu" "$disk" "$page" "$list" "$cold" "$s1" "$s2" "$n" "$(mib "$(stat -c %s "$WORK/$layout.db")")")")
+    ROWS+=("$(printf '%-7s %9s %9s  %9s  %7s  %6s  %6s  %7s  %7s  %7s  %7s  %7s %8s  %6s  %s' "$layout" "$size" "$stored" "$rps" "$p99" \
+        "$cpu" "$disk" "$page" "$list" "$cold" "$s1" "$s2" "$n" "$(mib "$(stat -c %s "$WORK/$layout.db")")" "$steal")")
     say "${ROWS[-1]}"
     declare -g "RPS_${layout}_${size}=$rps"
     GROWTH+=("$layout $size $rps $page $list $s1 $s2")
@@ -170,10 +174,10 @@ measure() { # LAYOUT SIZE ADDR BINS_FILE FULL_BIN
 p99_of() { if [[ $1 == ERR* ]]; then say "${1// /}"; else say "${1#* }"; fi; }
 
 header() {
-    say "$(printf '%-7s %9s %9s  %9s  %7s  %6s  %6s  %7s  %7s  %7s  %7s  %7s %8s  %s' layout size stored "capt/s" "p99 ms" \
-        "cpu" "disk" "page" "list50" "q:body" "q:body" "q:zebra" "full bin" "db MiB")"
-    say "$(printf '%-7s %9s %9s  %9s  %7s  %6s  %6s  %7s  %7s  %7s  %7s  %7s %8s' "" "" "" "" "" "us/cap" "B/cap" \
-        "p99 ms" "p99 ms" "cold ms" "p99 ms" "p99 ms" "requests")"
+    say "$(printf '%-7s %9s %9s  %9s  %7s  %6s  %6s  %7s  %7s  %7s  %7s  %7s %8s  %6s  %s' layout size stored "capt/s" "p99 ms" \
+        "cpu" "disk" "page" "list50" "q:body" "q:body" "q:zebra" "full bin" "db MiB" "steal")"
+    say "$(printf '%-7s %9s %9s  %9s  %7s  %6s  %6s  %7s  %7s  %7s  %7s  %7s %8s  %6s  %s' "" "" "" "" "" "us/cap" "B/cap" \
+        "p99 ms" "p99 ms" "cold ms" "p99 ms" "p99 ms" "requests" "" "%")"
 }
 
 GROWTH=()
