@@ -137,6 +137,9 @@ check_copy() { # ADDR BIN
         die "request 1 of bin $2 does not read back the answer it got"
 }
 
+# The table's columns: the header's two lines and every size's row.
+ROW_FORMAT='%-7s %9s %9s  %9s  %7s  %6s  %6s  %7s  %7s  %7s  %7s  %7s %8s  %6s  %s'
+
 measure() { # LAYOUT SIZE ADDR BINS_FILE FULL_BIN
     local layout=$1 size=$2 addr=$3 bins=$4 full=$5
     lock -x
@@ -164,7 +167,7 @@ measure() { # LAYOUT SIZE ADDR BINS_FILE FULL_BIN
     unlock
     local stored; stored=$(sqlite3 -readonly "$WORK/$layout.db" "SELECT sum(request_count) FROM bins") || stored="?"
     local n; n=$(bin_count "$addr" "$full")
-    ROWS+=("$(printf '%-7s %9s %9s  %9s  %7s  %6s  %6s  %7s  %7s  %7s  %7s  %7s %8s  %6s  %s' "$layout" "$size" "$stored" "$rps" "$p99" \
+    ROWS+=("$(printf "$ROW_FORMAT" "$layout" "$size" "$stored" "$rps" "$p99" \
         "$cpu" "$disk" "$page" "$list" "$cold" "$s1" "$s2" "$n" "$(mib "$(stat -c %s "$WORK/$layout.db")")" "$steal")")
     say "${ROWS[-1]}"
     declare -g "RPS_${layout}_${size}=$rps"
@@ -174,9 +177,9 @@ measure() { # LAYOUT SIZE ADDR BINS_FILE FULL_BIN
 p99_of() { if [[ $1 == ERR* ]]; then say "${1// /}"; else say "${1#* }"; fi; }
 
 header() {
-    say "$(printf '%-7s %9s %9s  %9s  %7s  %6s  %6s  %7s  %7s  %7s  %7s  %7s %8s  %6s  %s' layout size stored "capt/s" "p99 ms" \
+    say "$(printf "$ROW_FORMAT" layout size stored "capt/s" "p99 ms" \
         "cpu" "disk" "page" "list50" "q:body" "q:body" "q:zebra" "full bin" "db MiB" "steal")"
-    say "$(printf '%-7s %9s %9s  %9s  %7s  %6s  %6s  %7s  %7s  %7s  %7s  %7s %8s  %6s  %s' "" "" "" "" "" "us/cap" "B/cap" \
+    say "$(printf "$ROW_FORMAT" "" "" "" "" "" "us/cap" "B/cap" \
         "p99 ms" "p99 ms" "cold ms" "p99 ms" "p99 ms" "requests" "" "%")"
 }
 

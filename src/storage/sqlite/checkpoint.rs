@@ -61,10 +61,14 @@ pub const RESTART_FRAMES: i64 = 4096;
 /// limit of 64 MiB the file then kept that size for good. Cutting it back costs one `ftruncate`
 /// in the commit after such a stall, and none in ordinary cycles: a whole bench/run.sh, 48,000
 /// captures/s at saturation included, cut the WAL to this size 0 times (RESULTS 2026-12-03 17:44).
-pub const WAL_FILE_LIMIT: u64 =
-    WAL_HEADER + (RESTART_FRAMES + CHUNK) as u64 * (DB_PAGE + FRAME_HEADER);
+pub const WAL_FILE_LIMIT: u64 = wal_bytes(RESTART_FRAMES + CHUNK);
 /// SQLite's default page size, which hookbin's databases keep (bench/RESULTS.md 2026-12-01 19:08).
 const DB_PAGE: u64 = 4096;
+
+/// The size of a WAL file of `frames` frames of [`DB_PAGE`]s.
+const fn wal_bytes(frames: i64) -> u64 {
+    WAL_HEADER + frames as u64 * (DB_PAGE + FRAME_HEADER)
+}
 /// How long the WAL stays unchanged, every frame copied, before the writer is asked to truncate
 /// it (see the module docs). The kernel drops page cache left alone for about a minute; a
 /// truncation costs the writer an `ftruncate` (5-7 ms measured with online discard), so not at
@@ -609,7 +613,7 @@ mod tests {
         fill(RESTART_FRAMES as u64 + CHUNK as u64 / 2);
         let ordinary = wal_len(dir.path());
         assert!(
-            ordinary > 16 << 20 && ordinary < WAL_FILE_LIMIT,
+            ordinary > wal_bytes(RESTART_FRAMES) && ordinary < WAL_FILE_LIMIT,
             "{ordinary}"
         );
         restart("a");
