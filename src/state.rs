@@ -77,6 +77,19 @@ impl AppState {
         crate::storage::Workers,
         crate::shutdown::ShutdownTrigger,
     ) {
+        Self::for_tests_with_events(path, EventHub::new()).await
+    }
+
+    /// [`AppState::for_tests`] with its own event hub (e.g. one that sends every commit as an
+    /// event of its own: `EventHub::with_period(Duration::ZERO)`).
+    pub async fn for_tests_with_events(
+        path: std::path::PathBuf,
+        events: Arc<EventHub>,
+    ) -> (
+        AppState,
+        crate::storage::Workers,
+        crate::shutdown::ShutdownTrigger,
+    ) {
         use crate::storage::{Location, StoreConfig, Synchronous};
         let config = Config::for_db(path);
         let store_config = StoreConfig {
@@ -85,7 +98,6 @@ impl AppState {
             write_queue: 64,
             read_connections: 1,
         };
-        let events = EventHub::new();
         let (store, workers) = Store::open(&store_config, events.clone(), 0).await.unwrap();
         let (trigger, shutdown) = crate::shutdown::channel();
         (

@@ -52,9 +52,13 @@ const KEEPALIVE: Duration = Duration::from_secs(15);
 /// 20,230 times in 20 s, missed events past the bin's cap and peaked at 128 MiB, against no
 /// catch-up at all with 1.6 s (64 writes of 25 ms).
 const STREAM_QUEUE: usize = 16;
-/// The most text a write copies into one piece: 500 streams of a bin taking 10,000 captures/s
-/// write about 330 KB each per GATHER.
-const COPY_AT_MOST: usize = 1024 * 1024;
+/// The most text a write joins into one piece. A stream that keeps up sends one event's text a
+/// write, the bin's period shared by all its streams, never copied; one that fell behind has
+/// several, which are joined only when small (a few frames of chunked encoding would cost more
+/// than the copy). Large ones go as they are: 500 streams joining the same periods each into a
+/// copy of their own, held in their queues, took hookbin's RSS to 172-210 MiB at 10,000
+/// captures/s (issue 15, `bench/viewers.sh`, 2026-12-03).
+const COPY_AT_MOST: usize = 64 * 1024;
 /// Rows fetched per replay query.
 const REPLAY_PAGE: usize = 500;
 /// Time between two writes to one busy stream. Each write costs a wake-up, a system call
@@ -64,8 +68,10 @@ const REPLAY_PAGE: usize = 500;
 /// 100 ms, 500 streams at 3000 captures/s cost the server's stream threads a third less CPU
 /// (4.0-4.3 s per 10 s against 6.2-6.4 s) and the capture p99 fell from 7.7-8.8 ms to
 /// 2.6-4.0 ms, against 2.5-3.8 ms without streams (issue 15, `bench/viewers.sh`). An idle
-/// stream still writes at once; 100 ms is about what a person can just notice.
-const GATHER: Duration = Duration::from_millis(100);
+/// stream still writes at once; 100 ms is about what a person can just notice. A busy bin sends
+/// its streams an event this often too ([`crate::events::PERIOD`]): a stream writes one period
+/// at its own phase of the next.
+const GATHER: Duration = crate::events::PERIOD;
 
 /// Where in each GATHER period a stream writes: streams opened one after another get phases
 /// spread evenly over the period (steps of the golden ratio), so that the streams of a bin,
@@ -397,15 +403,13 @@ async fn catch_up(
     }
 }
 
-/// Sends `out` as one piece (one frame, one write) and empties it; false when the client has
-/// gone. One copy per stream, but one write: sending the batches' shared text as frames of
-/// their own (hyper writes up to 16 a time with `writev`) cost more, at 500 streams on a bin
-/// taking 5,000 captures/s: the server's CPU per capture 193.5 us against 151.2, the viewers'
-/// reads half as much again, and a higher RSS (issue 15, `bench/viewers.sh`).
-///
-/// Past [`COPY_AT_MOST`] (a catch-up from the recent batches, seconds of events) the pieces go
-/// one by one instead, uncopied: 500 streams catching up at once would otherwise each hold a
-/// copy of the same megabytes.
+/// Sends `out` and empties it; false when the client has gone. A single piece goes as it is (the
+/// bin's shared text, uncopied); several are joined into one piece (one frame, one write) up to
+/// [`COPY_AT_MOST`] in all, and past it go one by one, uncopied. Sending many small pieces as
+/// frames of their own (hyper writes up to 16 a time with `writev`) cost more than joining
+/// them, at 500 streams on a bin taking 5,000 captures/s when each commit was an event: the
+/// server's CPU per capture 193.5 us against 151.2, the viewers' reads half as much again, and
+/// a higher RSS (issue 15, `bench/viewers.sh`).
 async fn flush(out: &mut Vec<Bytes>, tx: &mpsc::Sender<Bytes>) -> bool {
     let text = match out.len() {
         0 => return true,
@@ -485,7 +489,9 @@ mod tests {
             .collect()
     }
 
-    /// A state over a new SQLite database with one bin; keep the rest alive for the test.
+    /// A state over a new SQLite database with one bin, whose event hub sends every commit as an
+    /// event of its own (so that a test's commits can run past a stream's channel); keep the
+    /// rest alive for the test.
     async fn state_with_bin() -> (
         Arc<AppState>,
         BinId,
@@ -495,8 +501,24 @@ mod tests {
             tempfile::TempDir,
         ),
     ) {
+        state_with_bin_and_events(crate::events::EventHub::with_period(Duration::ZERO)).await
+    }
+
+    /// [`state_with_bin`] with the given event hub.
+    async fn state_with_bin_and_events(
+        events: Arc<crate::events::EventHub>,
+    ) -> (
+        Arc<AppState>,
+        BinId,
+        (
+            crate::storage::Workers,
+            crate::shutdown::ShutdownTrigger,
+            tempfile::TempDir,
+        ),
+    ) {
         let dir = tempfile::tempdir().unwrap();
-        let (state, writer, trigger) = AppState::for_tests(dir.path().join("stream.db")).await;
+        let (state, writer, trigger) =
+            AppState::for_tests_with_events(dir.path().join("stream.db"), events).await;
         let bin = BinId::new();
         let row = Bin {
             id: bin.as_str().into(),
@@ -558,7 +580,7 @@ mod tests {
         ids
     }
 
-    /// A stream whose client stops reading falls behind the bin's channel (256 commits), and
+    /// A stream whose client stops reading falls behind the bin's channel (16 events), and
     /// once read again gets what it missed from the recent batches in memory, not from the
     /// database: every capture once, in order.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -581,18 +603,68 @@ mod tests {
         feeding.await.unwrap();
     }
 
+    /// With the hub's real period, the captures of a busy bin reach its streams held and sent
+    /// together (the last ones by the hub's flusher thread, with no capture after them): every
+    /// capture once, in order, on every stream.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn every_stream_of_a_busy_bin_gets_every_capture_once_in_order() {
+        let (state, bin, _keep) = state_with_bin_and_events(crate::events::EventHub::new()).await;
+        let mut streams = Vec::new();
+        for _ in 0..2 {
+            let subscription = state.store.subscribe(bin.as_str(), 0).await.unwrap();
+            streams.push(spawn_feed(&state, &bin, subscription, STREAM_QUEUE));
+        }
+        capture(&state, &bin, 300).await;
+        for (feeding, mut rx) in streams {
+            assert_eq!(
+                read_through(&mut rx, 300).await,
+                (1..=300).collect::<Vec<_>>()
+            );
+            drop(rx);
+            feeding.await.unwrap();
+        }
+    }
+
+    /// One piece goes as it is (the bin's shared text, not a copy of it); small pieces are
+    /// joined into one write; large ones go one by one, uncopied.
+    #[tokio::test]
+    async fn a_write_copies_only_small_pieces() {
+        let (tx, mut rx) = mpsc::channel(STREAM_QUEUE);
+        let shared = Bytes::from(vec![b'a'; 100]);
+        let mut out = vec![shared.clone()];
+        assert!(flush(&mut out, &tx).await);
+        assert!(out.is_empty());
+        assert_eq!(rx.recv().await.unwrap().as_ptr(), shared.as_ptr());
+
+        let mut out = vec![Bytes::from_static(b"ab"), Bytes::from_static(b"cd")];
+        assert!(flush(&mut out, &tx).await);
+        assert_eq!(rx.recv().await.unwrap(), "abcd");
+        assert!(rx.try_recv().is_err());
+
+        let big = [
+            Bytes::from(vec![b'x'; COPY_AT_MOST]),
+            Bytes::from(vec![b'y'; 10]),
+        ];
+        let mut out = big.to_vec();
+        assert!(flush(&mut out, &tx).await);
+        for piece in &big {
+            assert_eq!(rx.recv().await.unwrap().as_ptr(), piece.as_ptr());
+        }
+        drop(rx);
+        assert!(!flush(&mut vec![shared], &tx).await, "the client has gone");
+    }
+
     /// A stream that fell behind further than the recent batches reads from the database only
     /// the ids those dropped, and the rest from memory: here the database has evicted the
     /// dropped ones (past the cap of 1000) and many the recent batches still hold, and the
     /// stream gets every one of the latter. Replaying everything after its last id from the
-    /// database instead skipped ids 3-103. (Id 1, and at times 2, the stream took live before it
-    /// fell behind.)
+    /// database instead skipped ids 3-103. The feed starts after the captures, so it took
+    /// nothing live: when it took ids 1 and 2 before falling behind (the timing of a loaded
+    /// machine), it needed nothing from the database, and the check of its read failed.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_stream_behind_the_recent_batches_reads_only_what_they_dropped_from_the_database() {
         let (state, bin, _keep) = state_with_bin().await;
         let subscription = state.store.subscribe(bin.as_str(), 0).await.unwrap();
-        // Room for one message: the feed waits at its first write while the captures go on.
-        let (feeding, mut rx) = spawn_feed(&state, &bin, subscription, 1);
         // Three captures of a third of the recent batches' bytes each (their summaries count
         // twice): the bin's recent batches drop the first two.
         let big = format!("q={}", "x".repeat(crate::events::RECENT_BYTES / 3));
@@ -612,13 +684,12 @@ mod tests {
             [],
             "ids 1-3 evicted"
         );
+        let (feeding, mut rx) = spawn_feed(&state, &bin, subscription, 1);
 
-        // Id 2 as well when the feed took it live before it fell behind: with slow commits (a
-        // loaded machine) it reads event 2 before capture 3 is made, and holds it.
-        let got = read_through(&mut rx, 1103).await;
-        let live = if got.get(1) == Some(&2) { 2 } else { 1 };
-        let want: Vec<i64> = (1..=live).chain(3..=1103).collect();
-        assert_eq!(got, want);
+        assert_eq!(
+            read_through(&mut rx, 1103).await,
+            (3..=1103).collect::<Vec<_>>()
+        );
         assert!(state.metrics.stream_resyncs.load(Ordering::Relaxed) >= 1);
         assert!(state.metrics.stream_catchups.load(Ordering::Relaxed) >= 1);
         drop(rx);

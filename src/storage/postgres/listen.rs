@@ -392,9 +392,11 @@ mod tests {
     use super::*;
     use crate::events::EventHub;
 
+    /// Every publish is an event of its own (no period): these tests are about what the relay
+    /// publishes, not about the hub's timing.
     fn shared() -> Shared {
         Shared {
-            events: EventHub::new(),
+            events: EventHub::with_period(std::time::Duration::ZERO),
             bins: Default::default(),
             node: "test".into(),
             relay: Default::default(),
