@@ -354,7 +354,9 @@ impl EventHub {
             };
             channel.hold(summaries);
             match channel.sent {
-                Some(at) if now < at + self.period => {
+                // With no period nothing is held: there may be no flusher thread to send it (and
+                // another publisher may have sent an event after this one read the clock).
+                Some(at) if !self.period.is_zero() && now < at + self.period => {
                     let at = at + self.period;
                     due = Some(due.map_or(at, |d| d.min(at)));
                 }
@@ -549,6 +551,13 @@ mod tests {
         assert_eq!(recent_ids(&hub, "a", n + 1), Ok(vec![n + 1, n + 2]));
         // No channel, nothing kept: everything from the database.
         assert_eq!(recent_ids(&hub, "nobody", 0), Err(i64::MAX));
+        // Nothing is held without a period, even when another publisher's event was sent after
+        // this one read the clock.
+        let mut rx = hub.subscribe("a");
+        let t = Instant::now();
+        assert_eq!(hub.publish_at(vec![summary("a", n + 3)], t + PERIOD), None);
+        assert_eq!(hub.publish_at(vec![summary("a", n + 4)], t), None);
+        assert_eq!(received_ids(&mut rx), [vec![n + 3], vec![n + 4]]);
     }
 
     fn received_ids(rx: &mut broadcast::Receiver<Event>) -> Vec<Vec<i64>> {
