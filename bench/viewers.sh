@@ -150,16 +150,19 @@ fi
 # wait counts too); bytes are the streams' response bytes (events and comments), as read.
 say ""
 say "at $RATE captures/s, $STREAMS streams (asked: $(awk -v r="$RATE" -v s="$STREAMS" 'BEGIN { printf "%.2f", r * s / 1e6 }') million events/s to the viewers):"
-row() { printf '  %-13s %-9s %-7s %-8s %-8s %-7s %-13s %-11s %-10s %-9s %s\n' "$@"; }
-row "" streams "out of" "p99 ms" "p99 ms" p99 "server CPU" delivered delivered readers "peak RSS"
-row server complete order alone viewers ratio "us/capture" "M events/s" "MB/s" us/capt. MiB
+row() { printf '  %-13s %-9s %-7s %-8s %-8s %-7s %-13s %-9s %-11s %-10s %-9s %s\n' "$@"; }
+row "" streams "out of" "p99 ms" "p99 ms" p99 "server CPU" "streams'" delivered delivered readers "peak RSS"
+row server complete order alone viewers ratio "us/capture" "ns/event" "M events/s" "MB/s" us/capt. MiB
 for srv in "${SERVERS[@]}"; do
     row "$srv" "${COMPLETE[$srv]}/$STREAMS" "${DISORDER[$srv]}" "$(ms "${P99_ALONE[$srv]}")" "$(ms "${P99_VIEWERS[$srv]}")" \
         "$(ratio "${P99_VIEWERS[$srv]}" "${P99_ALONE[$srv]}")" "${CPU_ALONE[$srv]} / ${CPU_VIEWERS[$srv]}" \
+        "$(awk -v a="${CPU_ALONE[$srv]}" -v v="${CPU_VIEWERS[$srv]}" -v n="${OK[$srv]}" -v e="${EVENTS[$srv]}" \
+            'BEGIN { if (e > 0) printf "%.0f", (v - a) * n / e * 1000; else print "-" }')" \
         "$(awk -v e="${EVENTS[$srv]}" -v s="${LOAD_S[$srv]}" 'BEGIN { printf "%.2f", e / s / 1e6 }')" \
         "$(awk -v b="${BYTES[$srv]}" -v s="${LOAD_S[$srv]}" 'BEGIN { printf "%.0f", b / s / 1e6 }')" \
         "${READER_US[$srv]}" "$(mib $((HWM[$srv] * 1024)))"
 done
-say "  (server CPU: without / with viewers; delivered: the request events and bytes all streams read, per"
-say "  second of paced load; readers: the load generator's stream readers; peak RSS: VmHWM, whole run;"
+say "  (server CPU: without / with viewers; streams' ns/event: the server CPU the viewers added, per request"
+say "  event delivered; delivered: the request events and bytes all streams read, per second of paced load;"
+say "  readers: the load generator's stream readers; peak RSS: VmHWM, whole run;"
 say "  the streams' wait after the load: $(for s in "${SERVERS[@]}"; do printf '%s %s ms, ' "$s" "${CATCH_MS[$s]}"; done | sed 's/, $//'))"
