@@ -227,16 +227,15 @@ fn flusher(hub: Weak<EventHub>, wake: Arc<Wake>) {
             Some(_) => {
                 state.at = None;
                 drop(state);
-                let next = match hub.upgrade() {
-                    Some(hub) => hub.flush_due(Instant::now()),
-                    None => return,
+                let Some(hub) = hub.upgrade() else {
+                    return;
                 };
-                state = wake.state.lock().unwrap_or_else(|e| e.into_inner());
-                if let Some(next) = next
-                    && state.at.is_none_or(|at| next < at)
-                {
-                    state.at = Some(next);
+                if let Some(next) = hub.flush_due(now) {
+                    wake.schedule(next);
                 }
+                // Unlocked: the last handle may be this one, and the hub's drop closes `wake`.
+                drop(hub);
+                state = wake.state.lock().unwrap_or_else(|e| e.into_inner());
             }
         }
     }
