@@ -154,13 +154,9 @@ impl Channel {
             .extend(summaries.into_iter().filter(|s| s.id.get() > last));
     }
 
-    /// When the held captures are to be sent; `None` when none are held.
-    fn due(&self, period: Duration) -> Option<Instant> {
-        if self.held.is_empty() {
-            return None;
-        }
-        // Held captures always follow a sent event (see `EventHub::publish_at`).
-        Some(self.sent.map_or_else(Instant::now, |at| at + period))
+    /// When the bin may send its next event: a period after its last one (`None`: never sent).
+    fn next_send(&self, period: Duration) -> Option<Instant> {
+        self.sent.map(|at| at + period)
     }
 
     /// Sends the held captures as one event (kept in the recent events first: a stream that
@@ -352,16 +348,16 @@ impl EventHub {
                 continue;
             };
             channel.hold(summaries);
-            match channel.sent {
+            match channel.next_send(self.period) {
                 // With no period nothing is held: there may be no flusher thread to send it (and
                 // another publisher may have sent an event after this one read the clock).
-                Some(at) if !self.period.is_zero() && now < at + self.period => {
-                    let at = at + self.period;
+                Some(at) if !self.period.is_zero() && now < at => {
                     due = Some(due.map_or(at, |d| d.min(at)));
                 }
-                // Every listener has gone; drop the channel until someone subscribes again.
                 _ => {
                     if !channel.send(now) {
+                        // Every listener has gone; drop the channel until someone subscribes
+                        // again.
                         channels.remove(&bin);
                     }
                 }
@@ -377,9 +373,11 @@ impl EventHub {
         let mut next: Option<Instant> = None;
         let mut gone = Vec::new();
         for (bin, channel) in channels.iter_mut() {
-            let Some(at) = channel.due(self.period) else {
+            if channel.held.is_empty() {
                 continue;
-            };
+            }
+            // Held captures follow a sent event (`publish_at`), so `next_send` is always set.
+            let at = channel.next_send(self.period).unwrap_or(now);
             if at > now {
                 next = Some(next.map_or(at, |n| n.min(at)));
             } else if !channel.send(now) {

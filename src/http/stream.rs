@@ -489,10 +489,9 @@ mod tests {
             .collect()
     }
 
-    /// A state over a new SQLite database with one bin, whose event hub sends every commit as an
-    /// event of its own (so that a test's commits can run past a stream's channel); keep the
-    /// rest alive for the test.
-    async fn state_with_bin() -> (
+    /// A test's state, its bin, and what must stay alive while it runs (the writer, the stop
+    /// trigger, the database's directory).
+    type TestBin = (
         Arc<AppState>,
         BinId,
         (
@@ -500,22 +499,17 @@ mod tests {
             crate::shutdown::ShutdownTrigger,
             tempfile::TempDir,
         ),
-    ) {
+    );
+
+    /// A state over a new SQLite database with one bin, whose event hub sends every commit as an
+    /// event of its own (so that a test's commits can run past a stream's channel); keep the
+    /// rest alive for the test.
+    async fn state_with_bin() -> TestBin {
         state_with_bin_and_events(crate::events::EventHub::with_period(Duration::ZERO)).await
     }
 
     /// [`state_with_bin`] with the given event hub.
-    async fn state_with_bin_and_events(
-        events: Arc<crate::events::EventHub>,
-    ) -> (
-        Arc<AppState>,
-        BinId,
-        (
-            crate::storage::Workers,
-            crate::shutdown::ShutdownTrigger,
-            tempfile::TempDir,
-        ),
-    ) {
+    async fn state_with_bin_and_events(events: Arc<crate::events::EventHub>) -> TestBin {
         let dir = tempfile::tempdir().unwrap();
         let (state, writer, trigger) =
             AppState::for_tests_with_events(dir.path().join("stream.db"), events).await;
