@@ -190,12 +190,15 @@ fn the_wal_stays_bounded_under_sustained_captures() {
     let s = Server::start(&["--max-requests-per-bin", "100"]);
     let bin = s.create_bin();
     let body = vec![b'w'; 8 * 1024];
-    let written = 8 * 1000 * body.len();
+    // Well past twice the WAL's restart point (64 MiB), so that a WAL that is restarted stays
+    // under half of what was written, and one that is not goes over it.
+    let per_thread = 2500;
+    let written = 8 * per_thread * body.len();
     std::thread::scope(|scope| {
         for _ in 0..8 {
             let (s, bin, body) = (&s, &bin, &body);
             scope.spawn(move || {
-                for _ in 0..1000 {
+                for _ in 0..per_thread {
                     s.capture(bin, body);
                 }
             });

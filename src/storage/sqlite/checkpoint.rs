@@ -51,14 +51,26 @@ const BUSY_INTERVAL: Duration = Duration::from_millis(1);
 /// 10-14% less CPU, while the writer's restart checkpoints went from 1.5-3.6 to 3.5-5.7 ms on
 /// average (bench/RESULTS.md, 2026-12-01 21:02).
 const CHUNK: i64 = 512;
-/// WAL frames (pages) beyond which the writer restarts the WAL: 4096 pages of 4 KiB = 16 MiB.
-pub const RESTART_FRAMES: i64 = 4096;
+/// WAL frames (pages) beyond which the writer restarts the WAL: 16,384 pages of 4 KiB = 64 MiB.
+///
+/// A restart costs about the same whatever the WAL's size: three `fsync`s in a row (the WAL
+/// before the last copy, the database after it, the WAL's new header in the next commit), and
+/// since the background thread copies as the WAL grows and starts writing it out as it
+/// comes, little is left for them to write. So fewer restarts hold the captures up less. In
+/// 300 s soaks at 18,100 captures/s (bench/RESULTS.md, 2026-12-04 00:38): 54-70 restarts a
+/// minute of 2.1-4.2 ms on average with 16,384 frames, against 222-280 of 2.4-5.0 ms with
+/// 4,096, and on the quiet pair a capture p99 of 3.9-5.5 ms in every minute against 4.0-14.7
+/// ms. (Tried three times before the writeback existed, a larger WAL only made each restart's
+/// WAL `fsync` longer: 5-11 ms, no gain.) The cost: a WAL file of up to [`WAL_FILE_LIMIT`] on
+/// disk while the server is busy (cut to nothing once idle, see [`IDLE_TRUNCATE`]).
+pub const RESTART_FRAMES: i64 = 16384;
 /// The WAL file's size that SQLite cuts it back to at the first commit after a restart
 /// (`PRAGMA journal_size_limit`), when it is larger: the restart point and [`CHUNK`] frames more
-/// (18.1 MiB with 4 KiB pages). A WAL normally ends within a batch of the restart point (16.2-16.5
+/// (66.4 MiB with 4 KiB pages). A WAL normally ends within a batch of the restart point (64.8
 /// MiB in bench/soak.sh), but while the disk stalls the writer's restart waits and the WAL grows
-/// (16.3 -> 25.3 MiB during stalls of 95-300 ms, bench/RESULTS.md 2026-12-03 15:09); with a
-/// limit of 64 MiB the file then kept that size for good. Cutting it back costs one `ftruncate`
+/// (with a restart point of 16 MiB: 16.3 -> 25.3 MiB during stalls of 95-300 ms,
+/// bench/RESULTS.md 2026-12-03 15:09); with a limit of 64 MiB the file then kept that size for
+/// good. Cutting it back costs one `ftruncate`
 /// in the commit after such a stall, and none in ordinary cycles: a whole bench/run.sh, 48,000
 /// captures/s at saturation included, cut the WAL to this size 0 times (RESULTS 2026-12-03 17:44).
 pub const WAL_FILE_LIMIT: u64 = wal_bytes(RESTART_FRAMES + CHUNK);
@@ -593,11 +605,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let conn = writer(dir.path());
         conn.execute_batch("CREATE TABLE big (b BLOB)").unwrap();
-        // `pages` WAL frames in one commit: a blob of that many overflow pages.
+        // About `pages` WAL frames in one commit: a blob of that many overflow pages (4,092
+        // bytes of each 4 KiB page hold the blob).
         let fill = |pages: u64| {
             conn.execute(
                 "INSERT INTO big VALUES (zeroblob(?1))",
-                [(pages * 4000) as i64],
+                [(pages * 4092) as i64],
             )
             .unwrap();
         };
