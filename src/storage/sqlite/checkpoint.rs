@@ -605,12 +605,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let conn = writer(dir.path());
         conn.execute_batch("CREATE TABLE big (b BLOB)").unwrap();
-        // About `pages` WAL frames in one commit: a blob of that many overflow pages (4,092
-        // bytes of each 4 KiB page hold the blob).
+        // About `pages` WAL frames in one commit: a blob of that many overflow pages (each holds
+        // a page of the blob but the 4 bytes of the next one's number).
         let fill = |pages: u64| {
             conn.execute(
                 "INSERT INTO big VALUES (zeroblob(?1))",
-                [(pages * 4092) as i64],
+                [(pages * (DB_PAGE - 4)) as i64],
             )
             .unwrap();
         };
