@@ -4,12 +4,15 @@
 //! - writes go to one writer thread that owns the only write connection and commits queued
 //!   operations in batches (group commit), replying to each caller after its batch committed;
 //! - reads run on a small pool of read-only connections through `spawn_blocking`;
+//! - two more threads work beside the writer: one copies the WAL back into the database
+//!   (`checkpoint.rs`), one reads the rows the reaper's next steps will delete (`prefetch.rs`);
 //! - which bins exist (and their custom responses) is mirrored in memory, so a capture checks its
 //!   bin without a query. The writer's transaction checks again, so a bin deleted in between
 //!   still ends in a 404, never in a row without a bin.
 
 mod body;
 mod checkpoint;
+mod prefetch;
 mod read;
 mod ring;
 mod schema;

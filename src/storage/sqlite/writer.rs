@@ -25,6 +25,7 @@ use rusqlite::{Connection, OptionalExtension, ToSql, params, params_from_iter};
 use tokio::sync::{mpsc, oneshot};
 
 use super::checkpoint::{WalSize, checkpoint, truncate_idle};
+use super::prefetch::Prefetcher;
 use super::ring::Ring;
 use crate::events::EventHub;
 use crate::model::Bin;
@@ -159,6 +160,8 @@ pub fn run(
             );
         }
     }
+    // Before the last checkpoint, which waits for readers.
+    stop_read_ahead();
     // Every queued write is committed; leave a database file that holds everything.
     checkpoint(&conn, "TRUNCATE");
     tracing::debug!("database writer stopped: every queued write is committed");
@@ -930,7 +933,10 @@ fn clear_requests(conn: &Connection, bin: &str) -> rusqlite::Result<()> {
 /// they are at least half the budget. Once they are fewer (the rows left belong to live bins, or
 /// expired rows are sparse among them), the rest of the pass goes by bin, which also finds every
 /// expired row the walk left behind and the bins without requests. Where the walk stands is kept
-/// between steps ([`WALK`]), so the live rows it passed are looked at once per pass.
+/// between steps ([`WALK`]), so the live rows it passed are looked at once per pass. A thread of
+/// its own reads the rows after it before the next steps come (`prefetch.rs`), so that a step
+/// does not wait for the disk to read pages the kernel dropped from its cache since they were
+/// written.
 fn reap(conn: &Connection, now: i64, budget: usize) -> rusqlite::Result<ReapProgress> {
     let budget = budget.max(1);
     let (pass, after) = WALK.get();
@@ -939,6 +945,7 @@ fn reap(conn: &Connection, now: i64, budget: usize) -> rusqlite::Result<ReapProg
         let walk = expired_rows_after(conn, now, after, budget)?;
         if walk.rows.len() * 2 >= budget {
             WALK.set((now, walk.last_seen));
+            read_ahead(conn, walk.last_seen);
             return reap_rows(conn, &walk.rows, walk.bins);
         }
         WALK.set((now, WALK_DONE));
@@ -954,6 +961,41 @@ thread_local! {
     static WALK: std::cell::Cell<(i64, i64)> = const { std::cell::Cell::new((i64::MIN, 0)) };
 }
 const WALK_DONE: i64 = i64::MAX;
+
+thread_local! {
+    /// The thread that reads the rows after the walk before the next steps delete them (see
+    /// `prefetch.rs`), started at the first step that walks.
+    static READ_AHEAD: std::cell::RefCell<ReadAhead> =
+        const { std::cell::RefCell::new(ReadAhead::NotStarted) };
+}
+
+enum ReadAhead {
+    NotStarted,
+    Running(Prefetcher),
+    /// An in-memory database, or the thread could not start.
+    Off,
+}
+
+/// Has the rows after the walk's position read ahead (see [`READ_AHEAD`]).
+fn read_ahead(conn: &Connection, after: i64) {
+    READ_AHEAD.with_borrow_mut(|ahead| {
+        if let ReadAhead::NotStarted = ahead {
+            *ahead = conn
+                .path()
+                .filter(|p| !p.is_empty())
+                .and_then(|p| Prefetcher::start(std::path::Path::new(p)))
+                .map_or(ReadAhead::Off, ReadAhead::Running);
+        }
+        if let ReadAhead::Running(prefetcher) = ahead {
+            prefetcher.walk_at(after);
+        }
+    });
+}
+
+/// Stops the read-ahead thread, if it runs (the writer is stopping).
+fn stop_read_ahead() {
+    READ_AHEAD.with_borrow_mut(|ahead| *ahead = ReadAhead::Off);
+}
 
 /// Expired bins' requests among the rows after `after` (at most `2 * budget` rows looked at).
 struct Walk {
