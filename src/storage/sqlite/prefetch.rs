@@ -25,7 +25,7 @@ use rusqlite::Connection;
 /// Row ids kept read ahead of the walk: at the pace of `bench/run.sh`'s reap (100k rows in about
 /// 25 s) a second of steps or more, at the soak's several. Ids, not rows: ahead of the walk they
 /// are dense (SQLite gives a new row the largest id plus one; the gaps deletes leave are behind).
-pub const AHEAD: i64 = 4096;
+const AHEAD: i64 = 4096;
 /// Ids read in one statement, so that a read transaction, which keeps the checkpoints from
 /// copying frames newer than it, stays short (about a millisecond).
 const CHUNK: i64 = 256;
