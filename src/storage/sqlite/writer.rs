@@ -964,29 +964,28 @@ const WALK_DONE: i64 = i64::MAX;
 
 thread_local! {
     /// The thread that reads the rows after the walk before the next steps delete them (see
-    /// `prefetch.rs`), started at the first step that walks.
-    static READ_AHEAD: std::cell::RefCell<ReadAhead> =
-        const { std::cell::RefCell::new(ReadAhead::NotStarted) };
+    /// `prefetch.rs`), started at the first step that walks, with the database file it reads
+    /// (`None` when it could not start).
+    static READ_AHEAD: std::cell::RefCell<Option<(String, Option<Prefetcher>)>> =
+        const { std::cell::RefCell::new(None) };
 }
 
-enum ReadAhead {
-    NotStarted,
-    Running(Prefetcher),
-    /// An in-memory database, or the thread could not start.
-    Off,
-}
-
-/// Has the rows after the walk's position read ahead (see [`READ_AHEAD`]).
+/// Has the rows after the walk's position read ahead (see [`READ_AHEAD`]). Nothing for an
+/// in-memory database, which has no file to read.
 fn read_ahead(conn: &Connection, after: i64) {
+    let Some(path) = conn.path().filter(|p| !p.is_empty()) else {
+        return;
+    };
     READ_AHEAD.with_borrow_mut(|ahead| {
-        if let ReadAhead::NotStarted = ahead {
-            *ahead = conn
-                .path()
-                .filter(|p| !p.is_empty())
-                .and_then(|p| Prefetcher::start(std::path::Path::new(p)))
-                .map_or(ReadAhead::Off, ReadAhead::Running);
+        // Keyed by the file, not the thread alone: a thread that reaps another database (tests)
+        // gets a thread for that one.
+        if ahead.as_ref().is_none_or(|(file, _)| file != path) {
+            *ahead = Some((
+                path.to_owned(),
+                Prefetcher::start(std::path::Path::new(path)),
+            ));
         }
-        if let ReadAhead::Running(prefetcher) = ahead {
+        if let Some((_, Some(prefetcher))) = ahead {
             prefetcher.walk_at(after);
         }
     });
@@ -994,7 +993,7 @@ fn read_ahead(conn: &Connection, after: i64) {
 
 /// Stops the read-ahead thread, if it runs (the writer is stopping).
 fn stop_read_ahead() {
-    READ_AHEAD.with_borrow_mut(|ahead| *ahead = ReadAhead::Off);
+    READ_AHEAD.with_borrow_mut(|ahead| *ahead = None);
 }
 
 /// Expired bins' requests among the rows after `after` (at most `2 * budget` rows looked at).
