@@ -291,12 +291,12 @@ impl PgStore {
         if let Some(entry) = self.bin_entry(id, now) {
             return Ok(Some(entry));
         }
-        let generation = {
+        let lookup = {
             let misses = self.shared.misses();
             if misses.missing(id, std::time::Instant::now()) {
                 return Ok(None);
             }
-            misses.generation()
+            misses.begin()
         };
         let found = timed("bin lookup", async {
             let client = self.pool.get().await.map_err(pool_error)?;
@@ -306,7 +306,7 @@ impl PgStore {
         let Some((expires_at, response, view_token_hash)) = found else {
             self.shared
                 .misses()
-                .remember(id, generation, std::time::Instant::now());
+                .remember(id, lookup, std::time::Instant::now());
             return Ok(None);
         };
         let entry = BinEntry {
