@@ -190,9 +190,9 @@ fn the_wal_stays_bounded_under_sustained_captures() {
     let s = Server::start(&["--max-requests-per-bin", "100"]);
     let bin = s.create_bin();
     let body = vec![b'w'; 8 * 1024];
-    // Well past twice the WAL's restart point (64 MiB), so that a WAL that is restarted stays
+    // Well past twice the WAL's restart point (128 MiB), so that a WAL that is restarted stays
     // under half of what was written, and one that is not goes over it.
-    let per_thread = 2500;
+    let per_thread = 5000;
     let written = 8 * per_thread * body.len();
     std::thread::scope(|scope| {
         for _ in 0..8 {

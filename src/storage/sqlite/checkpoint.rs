@@ -51,7 +51,7 @@ const BUSY_INTERVAL: Duration = Duration::from_millis(1);
 /// 10-14% less CPU, while the writer's restart checkpoints went from 1.5-3.6 to 3.5-5.7 ms on
 /// average (bench/RESULTS.md, 2026-12-01 21:02).
 const CHUNK: i64 = 512;
-/// WAL frames (pages) beyond which the writer restarts the WAL: 16,384 pages of 4 KiB = 64 MiB.
+/// WAL frames (pages) beyond which the writer restarts the WAL: 32,768 pages of 4 KiB = 128 MiB.
 ///
 /// A restart costs about the same whatever the WAL's size: three `fsync`s in a row (the WAL
 /// before the last copy, the database after it, the WAL's new header in the next commit), and
@@ -60,13 +60,18 @@ const CHUNK: i64 = 512;
 /// 300 s soaks at 18,100 captures/s (bench/RESULTS.md, 2026-12-04 00:38): 54-70 restarts a
 /// minute of 2.1-4.2 ms on average with 16,384 frames, against 222-280 of 2.4-5.0 ms with
 /// 4,096, and on the quiet pair a capture p99 of 3.9-5.5 ms in every minute against 4.0-14.7
-/// ms. (Tried three times before the writeback existed, a larger WAL only made each restart's
-/// WAL `fsync` longer: 5-11 ms, no gain.) The cost: a WAL file of up to [`WAL_FILE_LIMIT`] on
-/// disk while the server is busy (cut to nothing once idle, see [`IDLE_TRUNCATE`]).
-pub const RESTART_FRAMES: i64 = 16384;
+/// ms. Then 32,768 against 16,384, in full 10-minute soaks at ~33,000 captures/s on the Intel
+/// Xeon (RESULTS 2026-12-04 10:05): 47-53 restarts a minute of 2.1-3.4 ms on average against
+/// 95-111 of 1.6-3.5 ms, so 99-172 ms a minute of the writer's time in restarts against
+/// 154-373 ms, and the soak's p99 rule 1.300x against 1.383x and 1.732x (still above its
+/// 1.1x). (Tried three times before the writeback existed, a larger WAL only made each
+/// restart's WAL `fsync` longer: 5-11 ms, no gain.) The cost: a WAL file of up to
+/// [`WAL_FILE_LIMIT`] on disk while the server is busy (cut to nothing once idle, see
+/// [`IDLE_TRUNCATE`]).
+pub const RESTART_FRAMES: i64 = 32768;
 /// The WAL file's size that SQLite cuts it back to at the first commit after a restart
 /// (`PRAGMA journal_size_limit`), when it is larger: the restart point and [`CHUNK`] frames more
-/// (66.4 MiB with 4 KiB pages). A WAL normally ends within a batch of the restart point (64.8
+/// (130 MiB with 4 KiB pages). A WAL normally ends within a batch of the restart point (129.5
 /// MiB in bench/soak.sh), but while the disk stalls the writer's restart waits and the WAL grows
 /// (with a restart point of 16 MiB: 16.3 -> 25.3 MiB during stalls of 95-300 ms,
 /// bench/RESULTS.md 2026-12-03 15:09); with a limit of 64 MiB the file then kept that size for
