@@ -63,8 +63,9 @@ const CHUNK: i64 = 512;
 /// ms. Then 32,768 against 16,384, in full 10-minute soaks at ~33,000 captures/s on the Intel
 /// Xeon (RESULTS 2026-12-04 10:05): 47-53 restarts a minute of 2.1-3.4 ms on average against
 /// 95-111 of 1.6-3.5 ms, so 99-172 ms a minute of the writer's time in restarts against
-/// 154-373 ms, and the soak's p99 rule 1.300x against 1.383x and 1.732x (still above its
-/// 1.1x). (Tried three times before the writeback existed, a larger WAL only made each
+/// 154-373 ms, and the soak's p99 rule 1.300x, 1.178x and 1.284x against 1.383x and 1.732x
+/// (still above its 1.1x). On that machine a restart's `fsync`s took ~0.2 ms each; its time
+/// was the writer on the CPU, copying the last frames. (Tried three times before the writeback existed, a larger WAL only made each
 /// restart's WAL `fsync` longer: 5-11 ms, no gain.) The cost: a WAL file of up to
 /// [`WAL_FILE_LIMIT`] on disk while the server is busy (cut to nothing once idle, see
 /// [`IDLE_TRUNCATE`]).
