@@ -103,8 +103,10 @@ PROC=$WORK/proc.csv
     t0=$(date +%s)
     while kill -0 "$pid" 2>/dev/null; do
         row=$(for task in /proc/"$pid"/task/*; do
-            sed 's/^[^(]*(\(.*\)) /\1 /' "$task/stat" 2>/dev/null | awk '{ n = $1; t = $14 + $15 }
-                { printf "%s %d\n", n, t }' # comm without its parentheses, then utime + stime
+            # comm without its parentheses, then utime + stime: stat's fields 14 and 15 are
+            # $13 and $14 here, the pid (field 1) being gone. (Until 2026-12-04 this read $14 + $15,
+            # stime and cutime: the CPU columns below were system time only, ~4x too low.)
+            sed 's/^[^(]*(\(.*\)) /\1 /' "$task/stat" 2>/dev/null | awk '{ printf "%s %d\n", $1, $13 + $14 }'
         done | awk '$1 == "hookbin-writer" { w += $2 } $1 ~ /^hookbin-checkpo/ { c += $2 } { a += $2 }
             END { printf "%d,%d,%d", w, c, a }')
         io=$(awk '$1 == "rchar:" { r = $2 } $1 == "wchar:" { w = $2 } $1 == "read_bytes:" { rb = $2 }
