@@ -194,6 +194,30 @@ steal_pct() { # BEFORE AFTER
     awk -v a="$1" -v b="$2" 'BEGIN { split(a, x, " "); split(b, y, " ");
         t = y[1] - x[1]; printf "%.1f\n", (t > 0 ? 100 * (y[2] - x[2]) / t : 0) }'
 }
+# Freezes of the whole machine: a process of its own (python3) sleeps 2 ms at a time for SECONDS
+# and writes "EPOCH,OVERRUN_MS" to FILE for every sleep that overran by more than 20 ms (it costs
+# ~2% of a core). A frozen machine (the hypervisor, the host) holds every capture up whatever the
+# server does; these say which slow rows were the machine's. Sets FREEZE_PID.
+start_freeze_monitor() { # FILE SECONDS
+    command -v python3 >/dev/null || die "python3 not found (Debian package python3)"
+    python3 - "$2" >"$1" <<'PY' &
+import sys, time
+end = time.monotonic() + float(sys.argv[1])
+print("epoch,overrun_ms", flush=True)
+while (t := time.monotonic()) < end:
+    time.sleep(0.002)
+    late = time.monotonic() - t - 0.002
+    if late > 0.020:
+        print(f"{time.time() - late:.3f},{late * 1000:.1f}", flush=True)
+PY
+    FREEZE_PID=$!
+    BG_PIDS+=("$FREEZE_PID")
+}
+# The freezes in FILE (start_freeze_monitor) between two epochs: "COUNT LONGEST_MS".
+freezes_between() { # FILE FROM TO
+    awk -F, -v a="$2" -v b="$3" 'NR > 1 && $1 >= a && $1 < b { n++; if ($2 > w) w = $2 }
+        END { printf "%d %.1f\n", n, w }' "$1" 2>/dev/null || say "0 0"
+}
 # Per-capture figures between two proc_counters snapshots: "CPU_US DISK_BYTES WRITE_BYTES".
 per_capture() { # BEFORE AFTER CAPTURES
     awk -v a="$1" -v b="$2" -v n="$3" -v hz="$TICKS" 'BEGIN { split(a, x, " "); split(b, y, " ");

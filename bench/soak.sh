@@ -119,6 +119,12 @@ PROC=$WORK/proc.csv
     done
 ) >"$PROC" &
 BG_PIDS+=($!)
+# Freezes of the whole machine (see start_freeze_monitor in lib.sh): on the Intel Xeon of
+# 2026-12-04 the VM froze for 23-70 ms about every 120 s, loaded or idle, and those 5 s rows had a
+# capture p99 of 40-112 ms with no slow batch in hookbin's log (bench/RESULTS.md 2026-12-04
+# 13:39): such a row is the machine's, not hookbin's.
+FREEZES=$WORK/freezes.csv
+start_freeze_monitor "$FREEZES" "$((DURATION + 5))"
 soak_start=$(date +%s.%N)
 out=$(loadgen --rate "$RATE" --duration "$DURATION" --interval "$INTERVAL" --window 60 --csv "$CSV" \
     --pid "$pid" --files "$DB,$DB-wal" --quiet 2>"$WORK/soak.err") ||
@@ -150,6 +156,10 @@ awk -F, -v hz="$TICKS" 'FNR == 1 { f++; next }
                 (b[5] - a[5]) / c, (b[6] - a[6]) / c, (b[7] - a[7]) / c, (b[8] - a[8]) / c,
                 (b[9] > a[9] ? c / (b[9] - a[9]) : 0), (b[10] - a[10]) / c,
                 (b[11] > a[11] ? 100 * (b[12] - a[12]) / (b[11] - a[11]) : 0) } }' "$CSV" "$PROC"
+say "machine freezes each minute (sleeps of 2 ms that overran by more than 20 ms, in a process of their own):"
+awk -F, -v s="$soak_start" 'NR > 1 && $1 >= s { m = int(($1 - s) / 60); n[m]++; if ($2 > w[m]) w[m] = $2; if (m > top) top = m; any = 1 }
+    END { if (!any) { print "  none"; exit }
+        for (m = 0; m <= top; m++) if (n[m]) printf "  minute %2d: %d, the longest %.1f ms\n", m + 1, n[m], w[m] }' "$FREEZES"
 log=$WORK/hookbin.log
 if grep -q 'writer checkpoint' "$log"; then
     say "the writer's own (WAL restart) checkpoints each minute (hookbin's debug log):"
