@@ -120,7 +120,7 @@ PROC=$WORK/proc.csv
 ) >"$PROC" &
 BG_PIDS+=($!)
 # Freezes of the whole machine (see start_freeze_monitor in lib.sh): on the Intel Xeon of
-# 2026-12-04 the VM froze for 23-70 ms about every 120 s, loaded or idle, and those 5 s rows had a
+# 2026-12-04 the VM froze for 23-92 ms about every 120 s, loaded or idle, and those 5 s rows had a
 # capture p99 of 40-112 ms with no slow batch in hookbin's log (bench/RESULTS.md 2026-12-04
 # 13:39): such a row is the machine's, not hookbin's.
 FREEZES=$WORK/freezes.csv
