@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""Where the writer's WAL restarts spend their time, from a syscall trace (issue 15, goal 4).
+
+Record, during a soak (bench/soak.sh), hookbin's writer and checkpoint threads only, with
+tracepoints (no sampling: `perf record -F ... -p` stalled hookbin 0.5-0.8 s in a soak, and
+--no-buildid spares the build-id pass over the binary at the end):
+
+    pid=$(pgrep -f 'hookbin.*soak.db')
+    w=$(grep -l hookbin-writer /proc/$pid/task/*/comm | cut -d/ -f5)
+    c=$(grep -l hookbin-checkpo /proc/$pid/task/*/comm | cut -d/ -f5)
+    ev=; for s in fsync fdatasync pwrite64 pread64 ftruncate sync_file_range; do
+        ev="$ev -e syscalls:sys_enter_$s -e syscalls:sys_exit_$s"; done
+    perf record --no-buildid --no-buildid-cache $ev -t $w,$c -o sc.data -- sleep 20
+
+Then `bench/syscalls.py sc.data WRITER_TID CHECKPOINT_TID` prints, per thread, each system call's
+count and time; the writer's restarts (its fsyncs come in clusters of three: the WAL before the
+copy, the database after it, the WAL's new header) with each fsync's mean time; and, per WAL cycle
+(between two restarts), the database pages the checkpoint thread wrote and in how many runs of
+adjacent pages they lie: the scatter that makes the restart's database fsync longer as a soak ages
+(bench/RESULTS.md 2026-12-04 13:39).
+"""
+
+import collections
+import re
+import statistics
+import subprocess
+import sys
+
+CALL = re.compile(r"\s*(\d+)\s+([\d.]+):\s+syscalls:sys_(enter|exit)_(\w+):\s*(.*)")
+# fsyncs of one restart are within this many seconds of each other.
+CLUSTER_S = 0.05
+
+
+def calls(data):
+    """(tid, start, seconds, name, args) of every completed call in the trace."""
+    out = subprocess.run(
+        ["perf", "script", "-i", data, "-F", "tid,time,event,trace"],
+        capture_output=True, text=True, check=True,
+    ).stdout
+    pending, done = {}, []
+    for line in out.splitlines():
+        m = CALL.match(line)
+        if not m:
+            continue
+        tid, t, kind, name, rest = m.groups()
+        if kind == "enter":
+            args = dict(kv.split(": ", 1) for kv in rest.split(", ") if ": " in kv)
+            pending[tid] = (float(t), name, args)
+        elif tid in pending:
+            start, name, args = pending.pop(tid)
+            done.append((tid, start, float(t) - start, name, args))
+    return done
+
+
+def per_call(cs):
+    span = (cs[-1][1] - cs[0][1]) or 1.0
+    by = collections.defaultdict(list)
+    for c in cs:
+        by[c[3]].append(c[2] * 1e3)
+    for name, ms in sorted(by.items()):
+        ms.sort()
+        print(f"  {name:16s} {len(ms):7d} calls {len(ms) / span:8.1f}/s  {sum(ms) / span:7.2f} ms/s"
+              f"  mean {statistics.mean(ms) * 1e3:7.1f} us  p99 {ms[int(len(ms) * 0.99)] * 1e3:7.1f} us"
+              f"  max {ms[-1]:6.2f} ms")
+
+
+def restarts(writer):
+    """The writer's fsyncs, grouped into restarts."""
+    groups, cur = [], []
+    for c in (c for c in writer if c[3] in ("fsync", "fdatasync")):
+        if cur and c[1] - cur[-1][1] > CLUSTER_S:
+            groups.append(cur)
+            cur = []
+        cur.append(c)
+    if cur:
+        groups.append(cur)
+    return groups
+
+
+def main():
+    if len(sys.argv) != 4:
+        sys.exit(__doc__)
+    data, w, c = sys.argv[1:]
+    cs = calls(data)
+    writer = [x for x in cs if x[0] == w]
+    ckpt = [x for x in cs if x[0] == c]
+    for who, mine in (("writer", writer), ("checkpoint thread", ckpt)):
+        print(f"{who} ({len(mine)} calls):")
+        if mine:
+            per_call(mine)
+    groups = restarts(writer)
+    if not groups:
+        return
+    print(f"writer restarts: {len(groups)}, each fsync in order (mean ms, max ms):")
+    nth = collections.defaultdict(list)
+    for g in groups:
+        for i, f in enumerate(g):
+            nth[i].append(f[2] * 1e3)
+    for i, ms in sorted(nth.items()):
+        print(f"  fsync {i + 1}: {len(ms)} times, mean {statistics.mean(ms):.3f}, max {max(ms):.2f}")
+    # The database file is the one the checkpoint thread writes most (it reads the WAL).
+    fds = collections.Counter(x[4].get("fd") for x in ckpt if x[3] == "pwrite64")
+    if not fds:
+        return
+    db = fds.most_common(1)[0][0]
+    bounds = [g[0][1] for g in groups]
+    cycles = []
+    for a, b in zip(bounds, bounds[1:]):
+        pages = sorted({int(x[4]["pos"], 16) // 4096 for x in ckpt
+                        if x[3] == "pwrite64" and x[4].get("fd") == db and a <= x[1] < b})
+        if pages:
+            runs = 1 + sum(1 for p, q in zip(pages, pages[1:]) if q != p + 1)
+            cycles.append((len(pages), runs, pages[-1] - pages[0] + 1))
+    if cycles:
+        mean = lambda i: statistics.mean(x[i] for x in cycles)
+        print(f"database pages the checkpoint thread wrote per WAL cycle ({len(cycles)} cycles): "
+              f"{mean(0):.0f} pages in {mean(1):.0f} runs of adjacent pages "
+              f"({mean(0) / mean(1):.2f} a run), spread over {mean(2):.0f} pages of the file")
+
+
+if __name__ == "__main__":
+    main()
