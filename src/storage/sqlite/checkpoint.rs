@@ -64,9 +64,13 @@ const CHUNK: i64 = 512;
 /// Xeon (RESULTS 2026-12-04 10:05): 47-53 restarts a minute of 2.1-3.4 ms on average against
 /// 95-111 of 1.6-3.5 ms, so 99-172 ms a minute of the writer's time in restarts against
 /// 154-373 ms, and the soak's p99 rule 1.300x, 1.178x and 1.284x against 1.383x and 1.732x
-/// (still above its 1.1x). On that machine a restart's `fsync`s took ~0.2 ms each; its time
-/// was the writer on the CPU, copying the last frames. (Tried three times before the writeback existed, a larger WAL only made each
-/// restart's WAL `fsync` longer: 5-11 ms, no gain.) The cost: a WAL file of up to
+/// (still above its 1.1x). Most of a restart is the database's `fsync`, and it grows as a soak
+/// ages: traced on that machine (RESULTS 2026-12-04 13:39, `bench/syscalls.py`), 1.18 ms at
+/// t = 30 s against 2.26 ms at t = 400 s, beside ~0.45 and ~0.23 ms for the WAL's two and
+/// 0.2-0.3 ms for the copy, because the database pages of a WAL cycle lie in 364 runs early
+/// and 2,842 late, scattered over the file as new bins reuse freed pages. (Tried three times
+/// before the writeback existed, a larger WAL only made each restart's WAL `fsync` longer:
+/// 5-11 ms, no gain.) The cost: a WAL file of up to
 /// [`WAL_FILE_LIMIT`] on disk while the server is busy (cut to nothing once idle, see
 /// [`IDLE_TRUNCATE`]).
 pub const RESTART_FRAMES: i64 = 32768;
