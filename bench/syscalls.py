@@ -14,9 +14,11 @@ tracepoints (no sampling: `perf record -F ... -p` stalled hookbin 0.5-0.8 s in a
 
 Then `bench/syscalls.py sc.data WRITER_TID CHECKPOINT_TID` prints, per thread, each system call's
 count and time; the writer's restarts (its fsyncs come in clusters of three: the WAL before the
-copy, the database after it, the WAL's new header) with each fsync's mean time; and, per WAL cycle
-(between two restarts), the database pages the checkpoint thread wrote and in how many runs of
-adjacent pages they lie: the scatter that makes the restart's database fsync longer as a soak ages
+copy, the database after it, the WAL's new header) with each fsync's mean time; every sync of the
+database file, by either thread, against the pages written to it since the previous one and the
+runs of adjacent pages they lie in (a sync's time follows the runs: RESULTS 2026-12-04 16:29);
+and, per WAL cycle (between two restarts), the database pages the checkpoint thread wrote and in
+how many runs they lie: the scatter that makes the restart's database fsync longer as a soak ages
 (bench/RESULTS.md 2026-12-04 13:39).
 """
 
@@ -98,6 +100,7 @@ def main():
             nth[i].append(f[2] * 1e3)
     for i, ms in sorted(nth.items()):
         print(f"  fsync {i + 1}: {len(ms)} times, mean {statistics.mean(ms):.3f}, max {max(ms):.2f}")
+    database_syncs(writer, ckpt, groups)
     # The database file is the one the checkpoint thread writes most (it reads the WAL).
     fds = collections.Counter(x[4].get("fd") for x in ckpt if x[3] == "pwrite64")
     if not fds:
@@ -116,6 +119,50 @@ def main():
         print(f"database pages the checkpoint thread wrote per WAL cycle ({len(cycles)} cycles): "
               f"{mean(0):.0f} pages in {mean(1):.0f} runs of adjacent pages "
               f"({mean(0) / mean(1):.2f} a run), spread over {mean(2):.0f} pages of the file")
+
+
+def database_syncs(writer, ckpt, groups):
+    """Each sync of the database file (by either thread) against what it had to write: the pages
+    written to the database since the previous one, and in how many runs of adjacent pages."""
+    most = lambda cs, name: collections.Counter(
+        x[4].get("fd") for x in cs if x[3] == name).most_common(1)
+    ckpt_db, ckpt_wal = most(ckpt, "pwrite64"), most(ckpt, "pread64")
+    # The writer's restart syncs the WAL, then the database, then the WAL's new header.
+    writer_db = collections.Counter(g[1][4].get("fd") for g in groups if len(g) >= 2).most_common(1)
+    if not (ckpt_db and ckpt_wal and writer_db):
+        return
+    ckpt_db, ckpt_wal, writer_db = ckpt_db[0][0], ckpt_wal[0][0], writer_db[0][0]
+    events = sorted([("writer", x) for x in writer] + [("checkpoint", x) for x in ckpt],
+                    key=lambda e: e[1][1])
+    pages, rows = set(), []
+    for who, (_, start, secs, name, args) in events:
+        fd = args.get("fd")
+        mine_db = fd == (writer_db if who == "writer" else ckpt_db)
+        if name == "pwrite64" and mine_db:
+            pages.add(int(args["pos"], 16) // 4096)
+        elif name in ("fsync", "fdatasync") and (
+                mine_db if who == "writer" else fd != ckpt_wal):
+            # The checkpoint thread syncs the database through SQLite's descriptor and may
+            # through one of hookbin's own: anything but the WAL is the database.
+            ps = sorted(pages)
+            runs = 1 + sum(1 for p, q in zip(ps, ps[1:]) if q != p + 1) if ps else 0
+            rows.append((who, len(ps), runs, secs * 1e3))
+            pages = set()
+    if not rows:
+        return
+    print("database syncs (the pages written to it since the previous one, by either thread):")
+    for who in ("writer", "checkpoint"):
+        mine = [r for r in rows if r[0] == who]
+        if mine:
+            m = lambda i: statistics.mean(r[i] for r in mine)
+            print(f"  by the {who:10s} {len(mine):5d} syncs: {m(1):6.0f} pages in {m(2):5.0f} runs,"
+                  f" {m(3):.2f} ms on average")
+    print("  by runs of pages to write:    syncs   mean ms")
+    for lo, hi in ((0, 1), (1, 50), (50, 150), (150, 300), (300, 600), (600, 10**9)):
+        ms = [r[3] for r in rows if lo <= r[2] < hi]
+        if ms:
+            label = f"{lo}-{hi - 1}" if hi < 10**9 else f"{lo}+"
+            print(f"    {label:>9s} runs          {len(ms):6d}   {statistics.mean(ms):7.2f}")
 
 
 if __name__ == "__main__":

@@ -67,8 +67,12 @@ const CHUNK: i64 = 512;
 /// (still above its 1.1x). Most of a restart is the database's `fsync`, and it grows as a soak
 /// ages: traced on that machine (RESULTS 2026-12-04 13:39, `bench/syscalls.py`), 1.18 ms at
 /// t = 30 s against 2.26 ms at t = 400 s, beside ~0.45 and ~0.23 ms for the WAL's two and
-/// 0.2-0.3 ms for the copy, because the database pages of a WAL cycle lie in 364 runs early
-/// and 2,842 late, scattered over the file as new bins reuse freed pages. (Tried three times
+/// 0.2-0.3 ms for the copy. That `fsync` writes the pages copied since the database was last
+/// synced (by a background pass that reached the WAL's end, ~8 a second under load, or by the
+/// last restart), the writer's own copy included: ~500 pages late in a soak, and its time
+/// follows the runs of adjacent pages they lie in, ~9 us a run (RESULTS 2026-12-04 16:29), which
+/// grow as new bins reuse freed pages scattered over the file (a WAL cycle's copies: 364 runs
+/// early, 2,842 late). (Tried three times
 /// before the writeback existed, a larger WAL only made each restart's WAL `fsync` longer:
 /// 5-11 ms, no gain.) The cost: a WAL file of up to
 /// [`WAL_FILE_LIMIT`] on disk while the server is busy (cut to nothing once idle, see
