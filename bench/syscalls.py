@@ -66,6 +66,11 @@ def per_call(cs):
               f"  max {ms[-1]:6.2f} ms")
 
 
+def runs(pages):
+    """How many runs of adjacent page numbers the sorted `pages` lie in."""
+    return sum(1 for i, p in enumerate(pages) if i == 0 or p != pages[i - 1] + 1)
+
+
 def restarts(writer):
     """The writer's fsyncs, grouped into restarts."""
     groups, cur = [], []
@@ -112,8 +117,7 @@ def main():
         pages = sorted({int(x[4]["pos"], 16) // 4096 for x in ckpt
                         if x[3] == "pwrite64" and x[4].get("fd") == db and a <= x[1] < b})
         if pages:
-            runs = 1 + sum(1 for p, q in zip(pages, pages[1:]) if q != p + 1)
-            cycles.append((len(pages), runs, pages[-1] - pages[0] + 1))
+            cycles.append((len(pages), runs(pages), pages[-1] - pages[0] + 1))
     if cycles:
         mean = lambda i: statistics.mean(x[i] for x in cycles)
         print(f"database pages the checkpoint thread wrote per WAL cycle ({len(cycles)} cycles): "
@@ -135,7 +139,7 @@ def database_syncs(writer, ckpt, groups):
     events = sorted([("writer", x) for x in writer] + [("checkpoint", x) for x in ckpt],
                     key=lambda e: e[1][1])
     pages, rows = set(), []
-    for who, (_, start, secs, name, args) in events:
+    for who, (_, _, secs, name, args) in events:
         fd = args.get("fd")
         mine_db = fd == (writer_db if who == "writer" else ckpt_db)
         if name == "pwrite64" and mine_db:
@@ -144,9 +148,7 @@ def database_syncs(writer, ckpt, groups):
                 mine_db if who == "writer" else fd != ckpt_wal):
             # The checkpoint thread syncs the database through SQLite's descriptor and may
             # through one of hookbin's own: anything but the WAL is the database.
-            ps = sorted(pages)
-            runs = 1 + sum(1 for p, q in zip(ps, ps[1:]) if q != p + 1) if ps else 0
-            rows.append((who, len(ps), runs, secs * 1e3))
+            rows.append((who, len(pages), runs(sorted(pages)), secs * 1e3))
             pages = set()
     if not rows:
         return
