@@ -71,6 +71,17 @@ def runs(pages):
     return sum(1 for i, p in enumerate(pages) if i == 0 or p != pages[i - 1] + 1)
 
 
+def busiest_fd(cs, name):
+    """The file descriptor most of the calls `name` in `cs` went to (None: no such call)."""
+    fds = collections.Counter(x[4].get("fd") for x in cs if x[3] == name).most_common(1)
+    return fds[0][0] if fds else None
+
+
+def page_of(args):
+    """The 4 KiB page of the file a pwrite64's arguments write to."""
+    return int(args["pos"], 16) // 4096
+
+
 def restarts(writer):
     """The writer's fsyncs, grouped into restarts."""
     groups, cur = [], []
@@ -107,14 +118,13 @@ def main():
         print(f"  fsync {i + 1}: {len(ms)} times, mean {statistics.mean(ms):.3f}, max {max(ms):.2f}")
     database_syncs(writer, ckpt, groups)
     # The database file is the one the checkpoint thread writes most (it reads the WAL).
-    fds = collections.Counter(x[4].get("fd") for x in ckpt if x[3] == "pwrite64")
-    if not fds:
+    db = busiest_fd(ckpt, "pwrite64")
+    if db is None:
         return
-    db = fds.most_common(1)[0][0]
     bounds = [g[0][1] for g in groups]
     cycles = []
     for a, b in zip(bounds, bounds[1:]):
-        pages = sorted({int(x[4]["pos"], 16) // 4096 for x in ckpt
+        pages = sorted({page_of(x[4]) for x in ckpt
                         if x[3] == "pwrite64" and x[4].get("fd") == db and a <= x[1] < b})
         if pages:
             cycles.append((len(pages), runs(pages), pages[-1] - pages[0] + 1))
@@ -128,14 +138,13 @@ def main():
 def database_syncs(writer, ckpt, groups):
     """Each sync of the database file (by either thread) against what it had to write: the pages
     written to the database since the previous one, and in how many runs of adjacent pages."""
-    most = lambda cs, name: collections.Counter(
-        x[4].get("fd") for x in cs if x[3] == name).most_common(1)
-    ckpt_db, ckpt_wal = most(ckpt, "pwrite64"), most(ckpt, "pread64")
+    # The checkpoint thread writes the database and reads the WAL.
+    ckpt_db, ckpt_wal = busiest_fd(ckpt, "pwrite64"), busiest_fd(ckpt, "pread64")
     # The writer's restart syncs the WAL, then the database, then the WAL's new header.
     writer_db = collections.Counter(g[1][4].get("fd") for g in groups if len(g) >= 2).most_common(1)
-    if not (ckpt_db and ckpt_wal and writer_db):
+    if ckpt_db is None or ckpt_wal is None or not writer_db:
         return
-    ckpt_db, ckpt_wal, writer_db = ckpt_db[0][0], ckpt_wal[0][0], writer_db[0][0]
+    writer_db = writer_db[0][0]
     events = sorted([("writer", x) for x in writer] + [("checkpoint", x) for x in ckpt],
                     key=lambda e: e[1][1])
     pages, rows = set(), []
@@ -143,7 +152,7 @@ def database_syncs(writer, ckpt, groups):
         fd = args.get("fd")
         mine_db = fd == (writer_db if who == "writer" else ckpt_db)
         if name == "pwrite64" and mine_db:
-            pages.add(int(args["pos"], 16) // 4096)
+            pages.add(page_of(args))
         elif name in ("fsync", "fdatasync") and (
                 mine_db if who == "writer" else fd != ckpt_wal):
             # The checkpoint thread syncs the database through SQLite's descriptor and may
