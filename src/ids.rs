@@ -5,16 +5,45 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use rand::TryRng as _;
 use rand::rngs::SysRng;
 
-/// Length of a new bin id. 20 characters of `[0-9a-z]` carry 20 * log2(36) ≈ 103 bits.
-pub const BIN_ID_LEN: usize = 20;
+/// Characters at the front of a new bin id that say when it was made (see [`new_bin_id`]).
+const TIME_CHARS: usize = 5;
+/// Random characters after them: 17 * log2(36) ≈ 87.9 bits (API.md asks for at least 80).
+const RANDOM_CHARS: usize = 17;
+/// Length of a new bin id.
+pub const BIN_ID_LEN: usize = TIME_CHARS + RANDOM_CHARS;
 const ALPHABET: &[u8; 36] = b"0123456789abcdefghijklmnopqrstuvwxyz";
 
-/// A fresh bin id from the operating system's CSPRNG.
+/// A fresh bin id: the second it was made, then random characters from the operating system's
+/// CSPRNG.
 ///
-/// Bytes of 252 and above are rejected so that `byte % 36` is uniform (252 = 7 * 36).
+/// The time goes first so that bins made close together sort close together. Every table keyed
+/// by a bin id (`bins`, the requests' index `(bin_id, slot)`, `bin_responses`) then keeps the bins
+/// in use, the recent ones, on a few adjacent pages, instead of spread over all of them: each
+/// capture updates its bin's row, and with random ids a commit of captures to a dozen bins wrote
+/// a page of `bins` for almost each of them, more as the table grew (bench/RESULTS.md,
+/// 2026-12-04 19:00). The time is public (whoever has the URL learns when the bin was made); the
+/// random part alone is what makes the id unguessable.
 pub fn new_bin_id() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    new_bin_id_at(secs)
+}
+
+/// [`new_bin_id`] made at `secs` since the Unix epoch. The time is written in base 36, modulo
+/// 36^5 seconds (about 699 days): at the wrap new ids sort before old ones for a while, which only
+/// costs locality.
+fn new_bin_id_at(secs: u64) -> String {
     let mut id = String::with_capacity(BIN_ID_LEN);
+    let mut t = secs % 36u64.pow(TIME_CHARS as u32);
+    let mut time = [0u8; TIME_CHARS];
+    for c in time.iter_mut().rev() {
+        *c = ALPHABET[(t % 36) as usize];
+        t /= 36;
+    }
+    id.extend(time.iter().map(|&c| c as char));
     let mut buf = [0u8; 32];
+    // Bytes of 252 and above are rejected so that `byte % 36` is uniform (252 = 7 * 36).
     while id.len() < BIN_ID_LEN {
         SysRng
             .try_fill_bytes(&mut buf)
@@ -204,15 +233,39 @@ mod tests {
     #[test]
     fn bin_id_characters_are_roughly_uniform() {
         let mut counts = [0usize; 36];
-        for _ in 0..2000 {
-            for b in new_bin_id().bytes() {
+        for _ in 0..2353 {
+            for b in new_bin_id().bytes().skip(TIME_CHARS) {
                 counts[ALPHABET.iter().position(|&a| a == b).unwrap()] += 1;
             }
         }
-        // 40_000 draws: about 1111 per symbol; a biased generator would be far off.
+        // 40_001 draws of the random part: about 1111 per symbol; a biased generator would be
+        // far off.
         for (i, &c) in counts.iter().enumerate() {
             assert!((850..1400).contains(&c), "symbol {i} drawn {c} times");
         }
+    }
+
+    #[test]
+    fn bin_ids_sort_by_the_second_they_were_made() {
+        let at = 1_796_000_000; // 2026-11-30
+        let ids: Vec<String> = [at, at, at + 1, at + 59, at + 3600, at + 86_400 * 30]
+            .iter()
+            .map(|&s| new_bin_id_at(s))
+            .collect();
+        for pair in ids.windows(2) {
+            let (a, b) = (&pair[0][..TIME_CHARS], &pair[1][..TIME_CHARS]);
+            assert!(a <= b, "{} then {}", pair[0], pair[1]);
+        }
+        assert_eq!(ids[0][..TIME_CHARS], ids[1][..TIME_CHARS]);
+        assert_ne!(ids[0], ids[1], "the random part differs");
+        for id in &ids {
+            assert_eq!(id.len(), BIN_ID_LEN);
+            assert!(is_valid_bin_id(id), "{id}");
+        }
+        // Base 36, most significant first, modulo 36^5 seconds.
+        assert!(new_bin_id_at(0).starts_with("00000"));
+        assert!(new_bin_id_at(36 * 36 + 35).starts_with("0010z"));
+        assert!(new_bin_id_at(36u64.pow(5) + 1).starts_with("00001"));
     }
 
     #[test]
