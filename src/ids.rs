@@ -24,10 +24,7 @@ const ALPHABET: &[u8; 36] = b"0123456789abcdefghijklmnopqrstuvwxyz";
 /// 2026-12-04 19:00). The time is public (whoever has the URL learns when the bin was made); the
 /// random part alone is what makes the id unguessable.
 pub fn new_bin_id() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    new_bin_id_at(secs)
+    new_bin_id_at(u64::try_from(crate::clock::now_ms() / 1000).unwrap_or(0))
 }
 
 /// [`new_bin_id`] made at `secs` since the Unix epoch. The time is written in base 36, modulo
