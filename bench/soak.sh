@@ -126,6 +126,7 @@ BG_PIDS+=($!)
 FREEZES=$WORK/freezes.csv
 start_freeze_monitor "$FREEZES" "$((DURATION + 5))"
 soak_start=$(date +%s.%N)
+echo "$soak_start" >"$WORK/soak_start"
 out=$(loadgen --rate "$RATE" --duration "$DURATION" --interval "$INTERVAL" --window 60 --csv "$CSV" \
     --pid "$pid" --files "$DB,$DB-wal" --quiet 2>"$WORK/soak.err") ||
     { cat "$WORK/soak.err" >&2; die "loadgen failed (soak)"; }
@@ -174,6 +175,10 @@ if grep -q 'writer checkpoint' "$log"; then
         us += 0; k[m]++; sum[m] += us; fs[m] += fr; if (us > mx[m]) mx[m] = us; if (m > top) top = m }
         END { printf "  %6s %7s %9s %9s %9s\n", "minute", "count", "mean ms", "max ms", "frames"
             for (m = 0; m <= top; m++) if (k[m]) printf "  %6d %7d %9.2f %9.2f %9.0f\n", m + 1, k[m], sum[m] / k[m] / 1000, mx[m] / 1000, fs[m] / k[m] }' "$log"
+fi
+if grep -q 'reap step' "$log"; then
+    say "5 s rows before the first reap step, and after it with reap steps and without (bench/soakrows.py):"
+    python3 "$BENCH_DIR/soakrows.py" "$WORK" "$soak_start"
 fi
 
 # Largest value of column C before WARM and from WARM on.
