@@ -51,7 +51,7 @@ const BUSY_INTERVAL: Duration = Duration::from_millis(1);
 /// 10-14% less CPU, while the writer's restart checkpoints went from 1.5-3.6 to 3.5-5.7 ms on
 /// average (bench/RESULTS.md, 2026-12-01 21:02).
 const CHUNK: i64 = 512;
-/// WAL frames (pages) beyond which the writer restarts the WAL: 32,768 pages of 4 KiB = 128 MiB.
+/// WAL frames (pages) beyond which the writer restarts the WAL: 65,536 pages of 4 KiB = 256 MiB.
 ///
 /// A restart costs about the same whatever the WAL's size: three `fsync`s in a row (the WAL
 /// before the last copy, the database after it, the WAL's new header in the next commit), and
@@ -72,15 +72,20 @@ const CHUNK: i64 = 512;
 /// last restart), the writer's own copy included: ~500 pages late in a soak, and its time
 /// follows the runs of adjacent pages they lie in, ~9 us a run (RESULTS 2026-12-04 16:29), which
 /// grow as new bins reuse freed pages scattered over the file (a WAL cycle's copies: 364 runs
-/// early, 2,842 late). (Tried three times
+/// early, 2,842 late). Then 65,536 against 32,768, in 10-minute soaks at 20,000 captures/s on
+/// the AMD EPYC (RESULTS 2026-12-04 22:00): 10-15 restarts a minute of 1.7-2.6 ms on average
+/// against 23-33 of 1.6-3.0 ms, so ~25 ms a minute of the writer's time against ~55, the
+/// writer's CPU a capture otherwise the same (11.3-14.7 us a minute against 10.9-14.6), and the
+/// soak's p99 rule 0.931x and 1.109x against 1.613x and 1.140x. (Tried three times
 /// before the writeback existed, a larger WAL only made each restart's WAL `fsync` longer:
 /// 5-11 ms, no gain.) The cost: a WAL file of up to
 /// [`WAL_FILE_LIMIT`] on disk while the server is busy (cut to nothing once idle, see
-/// [`IDLE_TRUNCATE`]).
-pub const RESTART_FRAMES: i64 = 32768;
+/// [`IDLE_TRUNCATE`]), as much page cache, and a start after a crash that reads up to that much
+/// WAL to rebuild its index.
+pub const RESTART_FRAMES: i64 = 65536;
 /// The WAL file's size that SQLite cuts it back to at the first commit after a restart
 /// (`PRAGMA journal_size_limit`), when it is larger: the restart point and [`CHUNK`] frames more
-/// (130 MiB with 4 KiB pages). A WAL normally ends within a batch of the restart point (129.5
+/// (258 MiB with 4 KiB pages). A WAL normally ends within a batch of the restart point (257.6-257.8
 /// MiB in bench/soak.sh), but while the disk stalls the writer's restart waits and the WAL grows
 /// (with a restart point of 16 MiB: 16.3 -> 25.3 MiB during stalls of 95-300 ms,
 /// bench/RESULTS.md 2026-12-03 15:09); with a limit of 64 MiB the file then kept that size for
