@@ -192,7 +192,7 @@ fn the_wal_stays_bounded_under_sustained_captures() {
     let bin = s.create_bin();
     // Bodies that do not compress: the server stores a body packed when that saves an eighth of
     // it, and a body of one repeated byte went to the WAL as a few dozen bytes, so this test,
-    // written before that, no longer wrote anything near the restart point.
+    // written before that, wrote far less WAL than the bodies' size it compares with.
     let bodies: Vec<Vec<u8>> = (1..=8).map(|seed| noise(32 * 1024, seed)).collect();
     // Well past twice the WAL's restart point (65,536 pages of 4 KiB, 256 MiB), so that a WAL
     // that is restarted stays under half of what was written, and one that is not goes over it.
