@@ -76,7 +76,7 @@ const CHUNK: i64 = 512;
 /// the AMD EPYC (RESULTS 2026-12-04 22:00): 10-15 restarts a minute of 1.7-2.6 ms on average
 /// against 23-33 of 1.6-3.0 ms, so ~25 ms a minute of the writer's time against ~55, the
 /// writer's CPU a capture otherwise the same (11.3-14.7 us a minute against 10.9-14.6), and the
-/// soak's p99 rule 0.931x and 1.109x against 1.613x and 1.140x. (Tried three times
+/// soak's p99 rule 0.931x, 1.109x and 1.276x against 1.613x and 1.140x. (Tried three times
 /// before the writeback existed, a larger WAL only made each restart's WAL `fsync` longer:
 /// 5-11 ms, no gain.) The cost: a WAL file of up to
 /// [`WAL_FILE_LIMIT`] on disk while the server is busy (cut to nothing once idle, see
