@@ -178,7 +178,7 @@ if grep -q 'writer checkpoint' "$log"; then
 fi
 if grep -q 'reap step' "$log"; then
     say "5 s rows before the first reap step, and after it with reap steps and without (bench/soakrows.py):"
-    python3 "$BENCH_DIR/soakrows.py" "$WORK" "$soak_start"
+    python3 "$BENCH_DIR/soakrows.py" "$WORK"
 fi
 
 # Largest value of column C before WARM and from WARM on.

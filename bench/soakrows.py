@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """The soak's 5 s rows, split by what hookbin's writer was doing in them (bench/soak.sh).
 
-Usage: soakrows.py WORK_DIR SOAK_START_EPOCH [--rows]
+Usage: soakrows.py WORK_DIR [SOAK_START_EPOCH] [--rows]
 
 Reads WORK_DIR/soak.csv (a row every 5 s, t_s counted from the start of the paced load) and
 WORK_DIR/hookbin.log, which must have been written with the reaper's and the writer's debug lines
 (BENCH_RUST_LOG="hookbin=info,hookbin::storage::sqlite::writer=debug,hookbin::reaper=debug"):
 "reap step ... took_us=" and "writer checkpoint ... took_us=" (a WAL restart). Each event goes to
-the row whose 5 s it ended in.
+the row whose 5 s it ended in. The start of the paced load is WORK_DIR/soak_start (soak.sh writes
+it) unless given, so a work dir kept with BENCH_KEEP=1 can be looked at again.
 
 Prints, for the rows before the first reap step and, after it, for the rows with reap steps and
 those without: how many, the median and mean of their p99 and p50, and the writer's restarts in
@@ -44,9 +45,15 @@ def events(log):
 
 
 def main():
-    if len(sys.argv) < 3:
+    args = [a for a in sys.argv[1:] if a != "--rows"]
+    if not args:
         sys.exit(__doc__)
-    work, start = sys.argv[1], float(sys.argv[2])
+    work = args[0]
+    if len(args) > 1:
+        start = float(args[1])
+    else:
+        with open(os.path.join(work, "soak_start"), encoding="utf-8") as f:
+            start = float(f.read())
     rows = list(csv.DictReader(open(os.path.join(work, "soak.csv"), encoding="utf-8")))
     step = float(rows[1]["t_s"]) - float(rows[0]["t_s"]) if len(rows) > 1 else 5.0
     per_row = {}
