@@ -536,14 +536,62 @@ fn insert_run(conn: &Connection, run: &[&NewCapture]) -> rusqlite::Result<Vec<Ca
             evicted: 0,
         });
     }
+    let mut statements = RunStatements::prepare(conn)?;
     for (bin, tally) in bins.iter().filter(|(_, t)| !t.new.is_empty()) {
-        let evicted = store_bin(conn, bin, tally, run)?;
+        let evicted = store_bin(conn, &mut statements, bin, tally, run)?;
         let last = tally.new[tally.new.len() - 1].0;
         if let CaptureOutcome::Stored { evicted: e, .. } = &mut outcomes[last] {
             *e = evicted;
         }
     }
     Ok(outcomes)
+}
+
+/// The statements [`store_bin`] runs for every bin, prepared (taken from the connection's cache)
+/// once per run rather than once per bin. A run spreads over many bins (under load ~11 captures
+/// a commit, mostly one per bin), and each `prepare_cached` hashes the statement's text and moves
+/// it out of the cache and back: with six per bin, 5% of the writer's CPU in the soak (perf,
+/// `StatementCache::get`, the hashing and the return to the cache; bench/RESULTS.md 2026-12-05).
+struct RunStatements<'c> {
+    oldest: rusqlite::CachedStatement<'c>,
+    delete: rusqlite::CachedStatement<'c>,
+    overwrite: rusqlite::CachedStatement<'c>,
+    insert: rusqlite::CachedStatement<'c>,
+    settle: rusqlite::CachedStatement<'c>,
+    answer: rusqlite::CachedStatement<'c>,
+}
+
+impl<'c> RunStatements<'c> {
+    fn prepare(conn: &'c Connection) -> rusqlite::Result<Self> {
+        Ok(RunStatements {
+            oldest: conn.prepare_cached(
+                "SELECT id, seq, CASE body_codec WHEN 0 THEN length(body) ELSE body_size END
+                     + length(headers) FROM bin_requests INDEXED BY bin_requests_by_bin
+                   WHERE bin_id = ?1 AND slot BETWEEN ?2 AND ?3 AND seq BETWEEN ?4 AND ?5",
+            )?,
+            delete: conn.prepare_cached("DELETE FROM bin_requests WHERE id = ?1")?,
+            overwrite: conn.prepare_cached(
+                "UPDATE bin_requests SET seq = ?2, received_at = ?3, method = ?4, path = ?5,
+                     subpath = ?6, query = ?7, content_type = ?8, body_size = ?9,
+                     body_truncated = ?10, remote_addr = ?11, http_version = ?12, headers = ?13,
+                     body = ?14, response = ?15, body_codec = ?16, response_n = ?17
+                 WHERE id = ?1",
+            )?,
+            insert: conn.prepare_cached(
+                "INSERT INTO bin_requests (bin_id, seq, received_at, method, path, subpath, query,
+                     content_type, body_size, body_truncated, remote_addr, http_version, headers,
+                     body, response, body_codec, response_n, slot)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
+                     ?18)",
+            )?,
+            settle: conn.prepare_cached(
+                "UPDATE bins SET request_count = ?2, last_request_id = ?3, bytes_used = ?4, ring = ?5
+                 WHERE id = ?1",
+            )?,
+            answer: conn
+                .prepare_cached("SELECT n FROM bin_responses WHERE bin_id = ?1 AND record = ?2")?,
+        })
+    }
 }
 
 /// Writes a run's captures to one bin and evicts its oldest requests beyond the caps
@@ -568,6 +616,7 @@ fn insert_run(conn: &Connection, run: &[&NewCapture]) -> rusqlite::Result<Vec<Ca
 /// of slots comes oldest first; `length()` of a blob does not read its overflow pages.
 fn store_bin(
     conn: &Connection,
+    statements: &mut RunStatements,
     bin: &str,
     tally: &BinTally,
     run: &[&NewCapture],
@@ -591,11 +640,7 @@ fn store_bin(
     // The bin's stored requests that go, oldest first: (row id, seq).
     let mut old: Vec<(i64, i64)> = Vec::new();
     if tally.count > 0 && (over(0, 0) || before.runs(1, floor).next().is_some()) {
-        let mut oldest = conn.prepare_cached(
-            "SELECT id, seq, CASE body_codec WHEN 0 THEN length(body) ELSE body_size END
-                 + length(headers) FROM bin_requests INDEXED BY bin_requests_by_bin
-               WHERE bin_id = ?1 AND slot BETWEEN ?2 AND ?3 AND seq BETWEEN ?4 AND ?5",
-        )?;
+        let oldest = &mut statements.oldest;
         'walk: for slots in before.runs(1, before.last) {
             let mut rows = oldest.query(params![
                 bin,
@@ -641,33 +686,18 @@ fn store_bin(
         }
     }
     // The other evicted rows go first: their slots may be the new rows'.
-    let mut delete = conn.prepare_cached("DELETE FROM bin_requests WHERE id = ?1")?;
     for (&(row, _), _) in old.iter().zip(&used).filter(|(_, used)| !**used) {
-        delete.execute([row])?;
+        statements.delete.execute([row])?;
     }
-    let mut overwrite = conn.prepare_cached(
-        "UPDATE bin_requests SET seq = ?2, received_at = ?3, method = ?4, path = ?5,
-             subpath = ?6, query = ?7, content_type = ?8, body_size = ?9,
-             body_truncated = ?10, remote_addr = ?11, http_version = ?12, headers = ?13,
-             body = ?14, response = ?15, body_codec = ?16, response_n = ?17
-         WHERE id = ?1",
-    )?;
-    let mut insert = conn.prepare_cached(
-        "INSERT INTO bin_requests (bin_id, seq, received_at, method, path, subpath, query,
-             content_type, body_size, body_truncated, remote_addr, http_version, headers,
-             body, response, body_codec, response_n, slot)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
-             ?18)",
-    )?;
     let mut answers = Answers::new(bin);
     for (&(i, id), row) in kept.iter().zip(recycle) {
-        let answer = answers.find(conn, run[i].response_json.as_ref())?;
+        let answer = answers.find(conn, &mut statements.answer, run[i].response_json.as_ref())?;
         let columns = capture_columns(run[i], answer)?;
         match row {
-            Some(row) => overwrite.execute(params_from_iter(
+            Some(row) => statements.overwrite.execute(params_from_iter(
                 [row.into(), id.into()].into_iter().chain(columns),
             ))?,
-            None => insert.execute(params_from_iter(
+            None => statements.insert.execute(params_from_iter(
                 [bin.into(), id.into()]
                     .into_iter()
                     .chain(columns)
@@ -675,11 +705,7 @@ fn store_bin(
             ))?,
         };
     }
-    conn.prepare_cached(
-        "UPDATE bins SET request_count = ?2, last_request_id = ?3, bytes_used = ?4, ring = ?5
-         WHERE id = ?1",
-    )?
-    .execute(params![
+    statements.settle.execute(params![
         bin,
         (count - evicted) as i64,
         tally.last_id,
@@ -714,9 +740,11 @@ impl<'a> Answers<'a> {
     /// has room; `None` when the row keeps it (or there is none). SQLite compares the text, so
     /// nothing is read out or allocated when a run holds one capture per bin (captures spread
     /// over many bins look up each bin's answer once per capture).
+    /// `lookup`: [`RunStatements::answer`].
     fn find(
         &mut self,
         conn: &Connection,
+        lookup: &mut rusqlite::Statement,
         record: Option<&'a Arc<str>>,
     ) -> rusqlite::Result<Option<i64>> {
         let Some(record) = record else {
@@ -728,8 +756,7 @@ impl<'a> Answers<'a> {
             return Ok(n);
         }
         let text: &str = record;
-        let found: Option<i64> = conn
-            .prepare_cached("SELECT n FROM bin_responses WHERE bin_id = ?1 AND record = ?2")?
+        let found: Option<i64> = lookup
             .query_row(params![self.bin, text], |row| row.get(0))
             .optional()?;
         let n = match found {
