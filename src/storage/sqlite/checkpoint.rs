@@ -86,12 +86,13 @@ pub const RESTART_FRAMES: i64 = 65536;
 /// The WAL file's size that SQLite cuts it back to at the first commit after a restart
 /// (`PRAGMA journal_size_limit`), when it is larger: the restart point and [`CHUNK`] frames more
 /// (259.5 MiB with 4 KiB pages, a frame being a page and 24 bytes). A WAL normally ends within a
-/// batch of the restart point (257.6-257.8 MiB in bench/soak.sh), but while the disk stalls the writer's restart waits and the WAL grows
-/// (with a restart point of 16 MiB: 16.3 -> 25.3 MiB during stalls of 95-300 ms,
-/// bench/RESULTS.md 2026-12-03 15:09); with a limit of 64 MiB the file then kept that size for
-/// good. Cutting it back costs one `ftruncate` in the commit after such a stall, and none in
-/// ordinary cycles: a whole bench/run.sh, 48,000 captures/s at saturation included, cut the WAL
-/// to this size 0 times (with the 16 MiB restart point, RESULTS 2026-12-03 17:44).
+/// batch of the restart point (257.6-257.8 MiB in bench/soak.sh), but while the disk stalls the
+/// writer's restart waits and the WAL grows (with a restart point of 16 MiB: 16.3 -> 25.3 MiB
+/// during stalls of 95-300 ms, bench/RESULTS.md 2026-12-03 15:09); with a limit of 64 MiB the
+/// file then kept that size for good. Cutting it back costs one `ftruncate` in the commit after
+/// such a stall, and none in ordinary cycles: a whole bench/run.sh, 48,000 captures/s at
+/// saturation included, cut the WAL to this size 0 times (with the 16 MiB restart point,
+/// RESULTS 2026-12-03 17:44).
 pub const WAL_FILE_LIMIT: u64 = wal_bytes(RESTART_FRAMES + CHUNK);
 /// SQLite's default page size, which hookbin's databases keep (bench/RESULTS.md 2026-12-01 19:08).
 const DB_PAGE: u64 = 4096;

@@ -585,7 +585,8 @@ impl<'c> RunStatements<'c> {
                      ?18)",
             )?,
             settle: conn.prepare_cached(
-                "UPDATE bins SET request_count = ?2, last_request_id = ?3, bytes_used = ?4, ring = ?5
+                "UPDATE bins SET request_count = ?2, last_request_id = ?3, bytes_used = ?4,
+                     ring = ?5
                  WHERE id = ?1",
             )?,
             answer: conn
