@@ -194,11 +194,16 @@ fn the_wal_stays_bounded_under_sustained_captures() {
     // it, and a body of one repeated byte went to the WAL as a few dozen bytes, so this test,
     // written before that, wrote far less WAL than the bodies' size it compares with.
     let bodies: Vec<Vec<u8>> = (1..=8).map(|seed| noise(32 * 1024, seed)).collect();
-    // Well past twice the WAL's restart point (65,536 pages of 4 KiB, 256 MiB), so that a WAL
-    // that is restarted stays under half of what was written, and one that is not goes over it.
+    // Well past twice the largest WAL file a restarted WAL leaves (its restart point and a
+    // chunk, ~260 MiB), so that a WAL that is restarted stays under half of what was written,
+    // and one that is not goes over it.
     let per_thread = 2600;
     let written = 8 * per_thread * bodies[0].len();
-    assert!(written > 2 * (256 << 20) + (64 << 20));
+    let limit = hookbin::storage::sqlite::WAL_FILE_LIMIT as usize;
+    assert!(
+        written > 2 * limit + (32 << 20),
+        "{written} bytes written do not outgrow twice the WAL's limit of {limit}"
+    );
     std::thread::scope(|scope| {
         for body in &bodies {
             let (s, bin) = (&s, &bin);

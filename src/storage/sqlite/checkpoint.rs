@@ -84,7 +84,7 @@ const CHUNK: i64 = 512;
 /// WAL to rebuild its index.
 pub const RESTART_FRAMES: i64 = 65536;
 /// The WAL file's size that SQLite cuts it back to at the first commit after a restart
-/// (`PRAGMA journal_size_limit`), when it is larger: the restart point and [`CHUNK`] frames more
+/// (`PRAGMA journal_size_limit`), when it is larger: the restart point and `CHUNK` frames more
 /// (259.5 MiB with 4 KiB pages, a frame being a page and 24 bytes). A WAL normally ends within a
 /// batch of the restart point (257.6-257.8 MiB in bench/soak.sh), but while the disk stalls the
 /// writer's restart waits and the WAL grows (with a restart point of 16 MiB: 16.3 -> 25.3 MiB

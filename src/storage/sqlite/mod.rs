@@ -33,6 +33,8 @@ use crate::events::EventHub;
 use crate::model::{Bin, RequestSummary, StoredRequest};
 use crate::response::ResponseSpec;
 
+// The WAL file's largest size under load, for the durability tests that check it stays bounded.
+pub use checkpoint::WAL_FILE_LIMIT;
 pub use schema::{SCHEMA_SQL, SCHEMA_VERSION};
 
 /// The SQLite engine behind [`super::Store`].
