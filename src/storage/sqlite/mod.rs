@@ -33,7 +33,7 @@ use crate::events::EventHub;
 use crate::model::{Bin, RequestSummary, StoredRequest};
 use crate::response::ResponseSpec;
 
-// The WAL file's largest size under load, for the durability tests that check it stays bounded.
+// The size SQLite cuts the WAL file back to after a restart: the durability tests bound it.
 pub use checkpoint::WAL_FILE_LIMIT;
 pub use schema::{SCHEMA_SQL, SCHEMA_VERSION};
 
