@@ -34,6 +34,12 @@
 //!
 //! Only the connection that writes needs this VFS: open it with [`register`]'s name. Readers and
 //! checkpointers use the default VFS and see the same files.
+//!
+//! [`pcache`] is the crate's other part: a wrapper of SQLite's default page cache that skips the
+//! truncations that cannot drop a page (a full scan of the cache at most commits of a growing
+//! database under 1 GiB). It is process-wide: [`pcache::install`] before SQLite starts.
+
+pub mod pcache;
 
 use std::ffi::{CStr, c_int, c_void};
 use std::ptr;
