@@ -162,6 +162,8 @@ fn serve(args: &hookbin::cli::ServeArgs) -> ExitCode {
         }
     };
     init_tracing(config.log_format);
+    // Before any thread and any connection (see the function).
+    hookbin::storage::sqlite::install_page_cache();
     let Some(runtime) = runtime(tokio::runtime::Builder::new_multi_thread()) else {
         return ExitCode::FAILURE;
     };

@@ -18,8 +18,9 @@
 //! enter a cache only through `xFetch` and `xRekey`, so the bound holds; a parked page that
 //! leaves by another way (discarded, recycled) only keeps truncations going through.
 //!
-//! [`install`] must run before anything else in the process uses SQLite: the page cache is
-//! chosen once, when SQLite initializes.
+//! [`install`] must run before anything else in the process uses SQLite (the page cache is
+//! chosen once, when SQLite initializes) and while no other thread can: `sqlite3_config` is not
+//! thread-safe. A program calls it first thing in `main`.
 
 use std::ffi::{c_int, c_uint, c_void};
 use std::ptr;

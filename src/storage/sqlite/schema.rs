@@ -197,16 +197,6 @@ pub fn open_writer(path: &Path, sync: Synchronous) -> Result<Connection, StoreEr
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
         | OpenFlags::SQLITE_OPEN_CREATE
         | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    // Before SQLite starts (the first connection of the process starts it): the page cache that
-    // skips truncations with nothing to drop (crates/walbuf, `pcache`), a scan of the writer's
-    // whole cache at most commits of a growing database under 1 GiB. Too late (something in
-    // this process used SQLite first, as in unit tests): the default cache, only slower.
-    if let Err(rc) = walbuf::pcache::install() {
-        tracing::debug!(
-            rc,
-            "SQLite's default page cache stays (SQLite started already)"
-        );
-    }
     // The writer alone goes through walbuf: it hands each commit's WAL frames to the kernel in
     // one write rather than two per page (crates/walbuf). Readers and the checkpoint thread
     // see the same files through the default VFS. Where it cannot be registered (not Unix),
