@@ -80,11 +80,17 @@ fn default() -> &'static ffi::sqlite3_pcache_methods2 {
 
 /// Makes the wrapper SQLite's page cache (once per process). `Err(SQLITE_MISUSE)` when SQLite
 /// was initialized already: the default cache then stays, which changes nothing but the speed.
+///
+/// Call it while no other thread can use SQLite (first thing in `main`): `sqlite3_config` is not
+/// thread-safe, and a thread starting SQLite at the same moment could read a half-written table.
+/// It is not an `unsafe fn` only because its caller, hookbin, forbids `unsafe` code; this is the
+/// contract it keeps.
 pub fn install() -> Result<(), c_int> {
     *INSTALLED.get_or_init(|| {
         // SAFETY: sqlite3_config is called with the argument types each option documents (a
         // pointer to a methods table); it refuses (SQLITE_MISUSE) once SQLite is initialized,
-        // and before that nothing else uses the page cache. SQLite copies the table it is given.
+        // and before that, by this function's contract, no other thread uses SQLite. SQLite
+        // copies the table it is given.
         unsafe {
             let mut methods: ffi::sqlite3_pcache_methods2 = std::mem::zeroed();
             let rc = ffi::sqlite3_config(

@@ -55,13 +55,27 @@ fn row(g: u64, n: u64) -> (Vec<u8>, Vec<u8>) {
     (key, value)
 }
 
+/// The row id of row `n` of generation `g`.
+fn id(g: u64, n: u64) -> i64 {
+    (g << 32 | n) as i64
+}
+
 fn insert(conn: &Connection, g: u64, rows: std::ops::Range<u64>) {
     let mut stmt = conn
         .prepare_cached("INSERT INTO t (id, k, v) VALUES (?1, ?2, ?3)")
         .unwrap();
     for n in rows {
         let (k, v) = row(g, n);
-        stmt.execute(params![(g << 32 | n) as i64, k, v]).unwrap();
+        stmt.execute(params![id(g, n), k, v]).unwrap();
+    }
+}
+
+/// Rows `0..count` of generation `g`, `per` to a transaction.
+fn insert_in_commits(conn: &Connection, g: u64, count: u64, per: u64) {
+    for first in (0..count).step_by(per as usize) {
+        let tx = conn.unchecked_transaction().unwrap();
+        insert(conn, g, first..count.min(first + per));
+        tx.commit().unwrap();
     }
 }
 
@@ -81,7 +95,7 @@ fn check(conn: &Connection, path: &Path, expected: &[(u64, u64)]) {
         let mut stmt = c.prepare("SELECT k, v FROM t WHERE id = ?1").unwrap();
         for &(g, n) in expected {
             let got: (Vec<u8>, Vec<u8>) = stmt
-                .query_row([(g << 32 | n) as i64], |r| Ok((r.get(0)?, r.get(1)?)))
+                .query_row([id(g, n)], |r| Ok((r.get(0)?, r.get(1)?)))
                 .unwrap();
             assert_eq!(got, row(g, n), "row {n} of generation {g}");
         }
@@ -98,11 +112,7 @@ fn a_growing_database_commits_without_passing_truncations_on() {
     let path = dir.path().join("db");
     let conn = open(&path, "");
     let before = walbuf::pcache::stats();
-    for batch in 0..200u64 {
-        let tx = conn.unchecked_transaction().unwrap();
-        insert(&conn, 1, batch * 40..batch * 40 + 40);
-        tx.commit().unwrap();
-    }
+    insert_in_commits(&conn, 1, 8000, 40);
     let after = walbuf::pcache::stats();
     // The splits parked pages (what made the default cache scan at commit) ...
     assert!(after.parks > before.parks, "{before:?} -> {after:?}");
@@ -129,11 +139,7 @@ fn pages_of_a_rolled_back_transaction_never_come_back() {
         after.truncations > before.truncations,
         "the rollback's truncation went through: {before:?} -> {after:?}"
     );
-    for batch in 0..30u64 {
-        let tx = conn.unchecked_transaction().unwrap();
-        insert(&conn, 3, batch * 100..batch * 100 + 100);
-        tx.commit().unwrap();
-    }
+    insert_in_commits(&conn, 3, 3000, 100);
     let expected: Vec<_> = rows(1, 0..500).chain(rows(3, 0..3000)).collect();
     check(&conn, &path, &expected);
 }
@@ -148,7 +154,7 @@ fn a_shrinking_file_drops_its_last_pages_from_the_cache() {
         |c: &Connection| -> i64 { c.query_row("PRAGMA page_count", [], |r| r.get(0)).unwrap() };
     let full = pages(&conn);
     let before = walbuf::pcache::stats();
-    conn.execute("DELETE FROM t WHERE id >= ?1", [(1u64 << 32 | 1000) as i64])
+    conn.execute("DELETE FROM t WHERE id >= ?1", [id(1, 1000)])
         .unwrap();
     // One page a step: stepped to the end.
     let mut vacuum = conn.prepare("PRAGMA incremental_vacuum").unwrap();
@@ -163,11 +169,7 @@ fn a_shrinking_file_drops_its_last_pages_from_the_cache() {
         "{before:?} -> {after:?}"
     );
     // The numbers the file gave back are used again, by other rows.
-    for batch in 0..20u64 {
-        let tx = conn.unchecked_transaction().unwrap();
-        insert(&conn, 2, batch * 150..batch * 150 + 150);
-        tx.commit().unwrap();
-    }
+    insert_in_commits(&conn, 2, 3000, 150);
     let expected: Vec<_> = rows(1, 0..4000)
         .filter(|(_, n)| *n < 1000)
         .chain(rows(2, 0..3000))
