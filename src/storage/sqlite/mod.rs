@@ -35,13 +35,15 @@ use crate::response::ResponseSpec;
 
 // The size SQLite cuts the WAL file back to after a restart: the durability tests bound it.
 pub use checkpoint::WAL_FILE_LIMIT;
+pub use schema::{SCHEMA_SQL, SCHEMA_VERSION};
 
 /// Makes SQLite use, for every connection of the process, the page cache that skips the
 /// truncations that cannot drop a page (crates/walbuf, `pcache`): the default one scanned the
 /// writer's whole cache at most commits of a growing database under 1 GiB. SQLite chooses its
 /// page cache once, when it starts, and `sqlite3_config` must not run beside any other use of
-/// SQLite: so `main` calls this first, before any thread. Elsewhere (tests that run the server
-/// in their own process) SQLite keeps its default cache, which differs only in speed.
+/// SQLite: so `main` calls this first, before any thread. A process that runs the server without
+/// it (unit tests, which open SQLite from parallel threads) keeps SQLite's default cache, which
+/// differs only in speed; the integration tests run the binary, so with this cache.
 pub fn install_page_cache() {
     if let Err(rc) = walbuf::pcache::install() {
         tracing::debug!(
@@ -50,7 +52,6 @@ pub fn install_page_cache() {
         );
     }
 }
-pub use schema::{SCHEMA_SQL, SCHEMA_VERSION};
 
 /// The SQLite engine behind [`super::Store`].
 #[derive(Debug)]
