@@ -35,6 +35,14 @@
 //! Only the connection that writes needs this VFS: open it with [`register`]'s name. Readers and
 //! checkpointers use the default VFS and see the same files.
 //!
+//! # The database's size, for free
+//!
+//! Every commit's last frame header carries the database's size in pages, and every change to
+//! the freelist rewrites page 1, whose header holds the free page count. The VFS sees those bytes
+//! go by, so [`committed_size`] tells the writer what its last commit left (pages in all, pages
+//! free) without `PRAGMA page_count` and `PRAGMA freelist_count`, which SQLite prepares again on
+//! every run. See [`committed_size`] for what it assumes.
+//!
 //! [`pcache`] is the crate's other part: a wrapper of SQLite's default page cache that skips the
 //! truncations that cannot drop a page (a full scan of the cache at most commits of a growing
 //! database under 1 GiB). It is process-wide: [`pcache::install`] before SQLite starts.
@@ -191,6 +199,155 @@ struct File {
     /// WAL file: its size as this connection last knew it, -1 when it must ask again; writes
     /// ending past it go straight through.
     size: i64,
+    /// WAL file: the frames SQLite is writing, followed for [`committed_size`].
+    frames: Frames,
+    /// Main file: the database's size as of the last commit (or the last [`note_size`]).
+    committed: Committed,
+}
+
+/// Where the frame-following of a WAL file is.
+#[derive(Default)]
+struct Frames {
+    /// The last frame header written: its offset, page number and, for a commit's last frame,
+    /// the database's size in pages after the commit (else 0). Its page comes next.
+    header: Option<(i64, u32, u32)>,
+    /// Page 1 as last written to this WAL: its frame's offset and the free page count in it. Not
+    /// yet part of [`File::committed`] until a commit frame at or after that offset.
+    page1: Option<(i64, u32)>,
+}
+
+#[derive(Default, Clone, Copy)]
+struct Committed {
+    /// Pages, and bytes a page, from the last commit frame.
+    pages: Option<(u32, u32)>,
+    /// From the last page 1 committed.
+    free_pages: Option<u32>,
+}
+
+/// Bytes of a WAL frame's header; SQLite writes it with one `xWrite`, then the page with another.
+const FRAME_HEADER: usize = 24;
+/// Where page 1 keeps the count of free pages (big-endian u32): the database header's field.
+const FREE_COUNT_AT: usize = 36;
+
+fn be32(b: &[u8]) -> u32 {
+    u32::from_be_bytes([b[0], b[1], b[2], b[3]])
+}
+
+/// The size of a database, as of a commit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Size {
+    /// Pages in the database file's image (`PRAGMA page_count`).
+    pub pages: u32,
+    /// Of which on the freelist (`PRAGMA freelist_count`), to be reused by new rows.
+    pub free_pages: u32,
+    /// Bytes a page (`PRAGMA page_size`).
+    pub page_size: u32,
+}
+
+impl Size {
+    /// Bytes of the pages in use: all but the free ones.
+    pub fn bytes_in_use(&self) -> u64 {
+        u64::from(self.pages.saturating_sub(self.free_pages)) * u64::from(self.page_size)
+    }
+}
+
+/// The main database file of `conn`, if it was opened through this VFS.
+fn main_file(conn: &rusqlite::Connection) -> Option<*mut File> {
+    let mut file: *mut ffi::sqlite3_file = ptr::null_mut();
+    // SAFETY: SQLITE_FCNTL_FILE_POINTER is answered by SQLite itself (no VFS call): it stores the
+    // main file's object, which lives as long as the connection, in `file`.
+    let rc = unsafe {
+        ffi::sqlite3_file_control(
+            conn.handle(),
+            c"main".as_ptr(),
+            ffi::SQLITE_FCNTL_FILE_POINTER,
+            (&raw mut file).cast::<c_void>(),
+        )
+    };
+    (rc == ffi::SQLITE_OK && is_ours(file)).then(|| file.cast::<File>())
+}
+
+/// The size `conn`'s last commit left, read from the frames it wrote through this VFS: the
+/// commit frame's page count and the free page count of the last page 1 committed (or given to
+/// [`note_size`]). `None` while either is unknown, or when the database has no WAL open through
+/// this VFS (ask SQLite, then [`note_size`]).
+///
+/// It assumes what hookbin's writer is: the only connection that writes to the database, and
+/// the one asking. Another writer's commits would not be seen.
+pub fn committed_size(conn: &rusqlite::Connection) -> Option<Size> {
+    let f = main_file(conn)?;
+    // SAFETY: the file object lives as long as `conn`, and only `conn`'s calls, made on this
+    // thread (the caller holds `conn`), change it.
+    unsafe {
+        if (*f).wal.is_null() {
+            return None;
+        }
+        let c = (*f).committed;
+        let (pages, page_size) = c.pages?;
+        Some(Size {
+            pages,
+            free_pages: c.free_pages?,
+            page_size,
+        })
+    }
+}
+
+/// Tells the VFS `conn`'s database size, read from SQLite after its last commit: the start
+/// [`committed_size`] goes on from (page 1 is only written by commits that change its header).
+/// Does nothing for a connection not opened through this VFS.
+pub fn note_size(conn: &rusqlite::Connection, size: Size) {
+    if let Some(f) = main_file(conn) {
+        // SAFETY: as in `committed_size`.
+        unsafe {
+            (*f).committed = Committed {
+                pages: Some((size.pages, size.page_size)),
+                free_pages: Some(size.free_pages),
+            };
+        }
+    }
+}
+
+impl Frames {
+    /// Follows one `xWrite` of SQLite's on the WAL; a commit's last frame updates `committed`.
+    ///
+    /// SQLite writes page 1 only within a commit's frames (the b-tree holds it for the whole
+    /// transaction, so it is never spilled early), so its free count belongs to the commit
+    /// frame that follows. The two checks below are for a commit whose writes failed halfway:
+    /// its page 1 must not count towards the next commit, which writes the WAL again from
+    /// where the failed one began.
+    fn follow(&mut self, bytes: &[u8], off: i64, committed: &mut Committed) {
+        if bytes.len() == FRAME_HEADER {
+            let pgno = be32(&bytes[0..4]);
+            // Another page where page 1 was: that page 1 was never committed.
+            if self.page1.is_some_and(|(at, _)| at == off) && pgno != 1 {
+                self.page1 = None;
+            }
+            self.header = Some((off, pgno, be32(&bytes[4..8])));
+            return;
+        }
+        // The WAL's own 32-byte header, or a page: only the page right after its frame header
+        // counts.
+        let Some((at, pgno, commit)) = self.header.take() else {
+            return;
+        };
+        if off != at + FRAME_HEADER as i64 {
+            return;
+        }
+        if pgno == 1 && bytes.len() >= FREE_COUNT_AT + 4 {
+            self.page1 = Some((at, be32(&bytes[FREE_COUNT_AT..])));
+        }
+        if commit != 0 {
+            committed.pages = Some((commit, u32::try_from(bytes.len()).unwrap_or(0)));
+            // Only a page 1 of this commit: written before its last frame (the WAL is written
+            // in order, so older frames past it belong to an abandoned transaction).
+            if let Some((p1, free)) = self.page1
+                && p1 <= at
+            {
+                committed.free_pages = Some(free);
+                self.page1 = None;
+            }
+        }
+    }
 }
 
 /// Where the default VFS's file object starts, past ours (8-byte aligned, as SQLite aligns).
@@ -255,6 +412,8 @@ unsafe extern "C" fn open(
                 buf: Vec::new(),
                 start: 0,
                 size: -1,
+                frames: Frames::default(),
+                committed: Committed::default(),
             },
         );
         let real_vfs = real_vfs();
@@ -384,6 +543,7 @@ unsafe extern "C" fn write(
         WAL_WRITES.fetch_add(1, Ordering::Relaxed);
         WAL_BYTES.fetch_add(amt as u64, Ordering::Relaxed);
         let bytes = std::slice::from_raw_parts(data.cast::<u8>(), amt as usize);
+        (*f).frames.follow(bytes, off, &mut (*(*f).main).committed);
         let end = off + i64::from(amt);
         if (*f).size < 0 {
             // Learnt once per write transaction: another connection may have cut the file
@@ -567,4 +727,73 @@ unsafe extern "C" fn unfetch(
 ) -> c_int {
     let f = file.cast::<File>();
     unsafe { real!(f, xUnfetch, off, p) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PAGE: usize = 512;
+    const FRAME: i64 = (FRAME_HEADER + PAGE) as i64;
+
+    /// Writes frame `n` (from 0) of page `pgno` as SQLite does: its header, then its page. A
+    /// page 1 carries `free` as its free count; `commit` is the size a commit frame records.
+    fn frame(frames: &mut Frames, c: &mut Committed, n: i64, pgno: u32, commit: u32, free: u32) {
+        let off = 32 + n * FRAME;
+        let mut header = [0u8; FRAME_HEADER];
+        header[0..4].copy_from_slice(&pgno.to_be_bytes());
+        header[4..8].copy_from_slice(&commit.to_be_bytes());
+        frames.follow(&header, off, c);
+        let mut page = vec![0u8; PAGE];
+        page[FREE_COUNT_AT..FREE_COUNT_AT + 4].copy_from_slice(&free.to_be_bytes());
+        frames.follow(&page, off + FRAME_HEADER as i64, c);
+    }
+
+    #[test]
+    fn a_commit_takes_its_page_count_and_its_page_1s_free_count() {
+        let (mut f, mut c) = (Frames::default(), Committed::default());
+        f.follow(&[0u8; 32], 0, &mut c); // the WAL header
+        frame(&mut f, &mut c, 0, 1, 0, 7);
+        frame(&mut f, &mut c, 1, 5, 0, 99);
+        assert_eq!(
+            (c.pages.map(|p| p.0), c.free_pages),
+            (None, None),
+            "not committed yet"
+        );
+        frame(&mut f, &mut c, 2, 9, 40, 99);
+        assert_eq!((c.pages.map(|p| p.0), c.free_pages), (Some(40), Some(7)));
+        // A commit without page 1 keeps the free count; page 1 as the commit frame itself.
+        frame(&mut f, &mut c, 3, 4, 41, 99);
+        assert_eq!((c.pages.map(|p| p.0), c.free_pages), (Some(41), Some(7)));
+        frame(&mut f, &mut c, 4, 1, 38, 3);
+        assert_eq!((c.pages.map(|p| p.0), c.free_pages), (Some(38), Some(3)));
+    }
+
+    #[test]
+    fn page_1_of_a_commit_that_failed_halfway_never_counts() {
+        let (mut f, mut c) = (Frames::default(), Committed::default());
+        frame(&mut f, &mut c, 0, 2, 10, 0);
+        c.free_pages = Some(5);
+        // Frames 1 and 2 of a commit whose writes failed: page 1 (free 8) and no commit frame.
+        frame(&mut f, &mut c, 1, 3, 0, 0);
+        frame(&mut f, &mut c, 2, 1, 0, 8);
+        // The next commit writes from frame 1 again: a shorter one ends before that page 1 ...
+        frame(&mut f, &mut c, 1, 4, 11, 0);
+        assert_eq!((c.pages.map(|p| p.0), c.free_pages), (Some(11), Some(5)));
+        // ... and a longer one writes another page where it was.
+        frame(&mut f, &mut c, 2, 6, 0, 0);
+        frame(&mut f, &mut c, 3, 7, 12, 0);
+        assert_eq!((c.pages.map(|p| p.0), c.free_pages), (Some(12), Some(5)));
+    }
+
+    #[test]
+    fn a_page_not_right_after_its_header_is_not_read() {
+        let (mut f, mut c) = (Frames::default(), Committed::default());
+        let mut header = [0u8; FRAME_HEADER];
+        header[0..4].copy_from_slice(&1u32.to_be_bytes());
+        header[4..8].copy_from_slice(&20u32.to_be_bytes());
+        f.follow(&header, 32, &mut c);
+        f.follow(&[1u8; PAGE], 32 + FRAME, &mut c);
+        assert_eq!((c.pages.map(|p| p.0), c.free_pages), (None, None));
+    }
 }

@@ -171,20 +171,33 @@ pub fn run(
 /// which new rows reuse. So deleting bins (the reaper) makes room under `--max-db-bytes` even
 /// though the file does not shrink.
 ///
-/// One cached statement over the pragmas' table-valued functions: `PRAGMA page_count` and its
-/// kind are prepared again by SQLite on every run, and outside a transaction each of them also
-/// opened a read transaction of its own (a WAL read lock, `fcntl` twice): three of them after
-/// every batch cost the writer 0.4 us a capture (perf, bench/RESULTS.md 2026-12-02).
-/// [`run_batch`] runs it inside the batch's transaction, which sees what the commit will.
+/// As of the connection's last commit, read off the frames that commit wrote (walbuf's
+/// [`walbuf::committed_size`]) when walbuf has the figure. Asking SQLite (`PRAGMA page_count` and
+/// `freelist_count`) after every batch cost the writer 0.5-0.8 us a capture: SQLite prepares a
+/// pragma's statement again on every run (perf, bench/RESULTS.md 2026-12-05). Else, at the start
+/// and on a connection not opened through walbuf, SQLite is asked, and walbuf goes on from that.
 pub fn live_bytes(conn: &Connection) -> rusqlite::Result<u64> {
-    let bytes: i64 = conn
-        .prepare_cached(
-            "SELECT max(c.page_count - f.freelist_count, 0) * s.page_size
-               FROM pragma_page_count() AS c, pragma_freelist_count() AS f,
-                    pragma_page_size() AS s",
-        )?
-        .query_row([], |r| r.get(0))?;
-    Ok(bytes.max(0) as u64)
+    if let Some(size) = walbuf::committed_size(conn) {
+        return Ok(size.bytes_in_use());
+    }
+    let size = asked_size(conn)?;
+    walbuf::note_size(conn, size);
+    Ok(size.bytes_in_use())
+}
+
+/// The database's size as SQLite reads it (in a read transaction of its own outside one).
+fn asked_size(conn: &Connection) -> rusqlite::Result<walbuf::Size> {
+    conn.prepare_cached(
+        "SELECT c.page_count, f.freelist_count, s.page_size
+           FROM pragma_page_count() AS c, pragma_freelist_count() AS f, pragma_page_size() AS s",
+    )?
+    .query_row([], |r| {
+        Ok(walbuf::Size {
+            pages: r.get(0)?,
+            free_pages: r.get(1)?,
+            page_size: r.get(2)?,
+        })
+    })
 }
 
 /// What one operation of a committed batch did.
@@ -285,11 +298,10 @@ fn run_batch(
 ) -> rusqlite::Result<(Outcomes, Option<u64>)> {
     conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
     let done = execute(conn, batch, isolate).and_then(|outcomes| {
-        // Before the commit, inside the transaction: no read transaction of its own.
+        conn.prepare_cached("COMMIT")?.execute([])?;
         let used = live_bytes(conn)
             .inspect_err(|e| tracing::warn!(cause = %e, "cannot read the database's size"))
             .ok();
-        conn.prepare_cached("COMMIT")?.execute([])?;
         Ok((outcomes, used))
     });
     // Some errors (a full disk, I/O) end the transaction by themselves.
@@ -1414,8 +1426,9 @@ mod tests {
         for w in waits {
             outcome(w).unwrap();
         }
-        // Read inside the transaction, it is what the committed file holds.
-        let full = live_bytes(&f.conn).unwrap();
+        // walbuf's figure, read off the commit's frames, is SQLite's own.
+        assert!(walbuf::committed_size(&f.conn).is_some());
+        let full = asked_size(&f.conn).unwrap().bytes_in_use();
         assert_eq!(used.load(Ordering::Relaxed), full);
         assert!(full >= 20 * 4000, "{full}");
         let (reply, cleared) = oneshot::channel();
@@ -1425,8 +1438,9 @@ mod tests {
         })];
         commit_batch(&mut f.conn, &mut clear, &f.events, &used);
         cleared.blocking_recv().unwrap().unwrap();
-        assert_eq!(used.load(Ordering::Relaxed), live_bytes(&f.conn).unwrap());
-        assert!(used.load(Ordering::Relaxed) < full);
+        let after = asked_size(&f.conn).unwrap().bytes_in_use();
+        assert_eq!(used.load(Ordering::Relaxed), after);
+        assert!(after < full);
         // No transaction is left open behind the batch.
         assert!(f.conn.is_autocommit());
     }
