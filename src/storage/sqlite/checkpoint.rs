@@ -16,7 +16,9 @@
 //!
 //! Every capture waits while the writer checkpoints, and a background checkpoint that copies
 //! thousands of frames slows the writer's own writes beside it, so the background thread copies
-//! as the WAL grows, a little at a time, from the moment it restarts (see [`Copier`]).
+//! as the WAL grows, a little at a time, from the moment it restarts (see [`Copier`]). It also
+//! syncs the database file as it copies ([`DbSync`]), which SQLite does not do while the writer
+//! keeps it from reaching the WAL's end, so that the restart's database `fsync` is short.
 //!
 //! Once the writer has been idle for [`IDLE_TRUNCATE`] with every frame copied, the background
 //! thread asks it to cut the WAL file to nothing (a TRUNCATE checkpoint, which the writer runs
@@ -173,6 +175,7 @@ pub fn run(
         .query_row("PRAGMA page_size", [], |r| r.get::<_, i64>(0))
         .unwrap_or(4096);
     let mut writeback = Writeback::new(conn.path(), page_size.max(512) as u64);
+    let mut db_sync = DbSync::new(conn.path());
     // The first look at once: a WAL left by a crash is copied without waiting for a write.
     let mut wait = Duration::ZERO;
     while let Err(RecvTimeoutError::Timeout) = stop.recv_timeout(wait) {
@@ -181,6 +184,11 @@ pub fn run(
         if copier.due(frames, now) {
             let seen = checkpoint(&conn, "PASSIVE").map(|c| (c.frames, c.copied));
             copier.checkpointed(seen, now);
+            if let Some((_, copied)) = seen
+                && db_sync.due(copied)
+            {
+                db_sync.sync();
+            }
         } else if copier.wants_truncate(idle, now) {
             ask_truncate();
         } else {
@@ -260,6 +268,80 @@ impl Writeback {
             Ok(()) => self.started = end,
             Err(e) => {
                 tracing::debug!(cause = %e, "cannot start the WAL's writeback");
+                self.path = None;
+                self.file = None;
+            }
+        }
+    }
+}
+
+/// Syncs the database file from the background thread once it has copied [`DB_SYNC_FRAMES`]
+/// frames since the database was last synced, so that the database's `fsync` in the writer's
+/// restart checkpoint, which every capture waits for, finds little left to write.
+///
+/// SQLite syncs the database only in a checkpoint whose copy ends with the WAL's last frame.
+/// While the writer commits during every pass (whose WAL `fsync` took 3 ms on average here), no
+/// pass gets there, so the restart's `fsync` wrote every database page copied in the whole WAL
+/// cycle: 7,872-13,649 pages, 71-95 ms on average, which set the capture p99 (a soak's 50-112
+/// ms, 61-92 ms with no eviction). Syncing here every 2,048 frames: the restarts' `fsync` 2.5 ms,
+/// the soak pattern's p99 3.0 ms against 52.5-55.7 ms (180 s at 20,267/s), no eviction's 6.8 ms
+/// against 88.6 ms (bench/syscalls.py; bench/RESULTS.md 2026-12-05 08:56). Only starting the
+/// writeback (`sync_file_range`) instead left a p99.9 of 111 ms.
+struct DbSync {
+    path: Option<std::path::PathBuf>,
+    file: Option<std::fs::File>,
+    /// Frames of the current WAL copied as of the last pass.
+    copied: i64,
+    /// Frames copied since the database was last synced.
+    unsynced: i64,
+}
+
+/// Frames copied that make the database's sync due (8 MiB of 4 KiB pages).
+const DB_SYNC_FRAMES: i64 = 2048;
+
+impl DbSync {
+    fn new(db: Option<&str>) -> DbSync {
+        DbSync {
+            // An in-memory or temporary database has no file to sync.
+            path: db.filter(|p| !p.is_empty()).map(Into::into),
+            file: None,
+            copied: 0,
+            unsynced: 0,
+        }
+    }
+
+    /// After a background pass that left `copied` frames of the WAL copied (-1: another
+    /// connection was checkpointing): whether the database is due a sync.
+    fn due(&mut self, copied: i64) -> bool {
+        if copied < 0 {
+            return false;
+        }
+        if copied < self.copied {
+            // The WAL restarted, after the writer's checkpoint synced the database.
+            self.copied = 0;
+            self.unsynced = 0;
+        }
+        self.unsynced += copied - self.copied;
+        self.copied = copied;
+        self.unsynced >= DB_SYNC_FRAMES
+    }
+
+    /// `fdatasync` of the database file (opened once; a failure is logged and ends the syncs
+    /// here, which only ever shorten the writer's).
+    fn sync(&mut self) {
+        self.unsynced = 0;
+        if self.file.is_none() {
+            self.file = self.path.as_ref().and_then(|p| std::fs::File::open(p).ok());
+        }
+        let Some(file) = &self.file else { return };
+        let started = Instant::now();
+        match file.sync_data() {
+            Ok(()) => {
+                let took_us = started.elapsed().as_micros() as u64;
+                tracing::debug!(took_us, "background sync of the database");
+            }
+            Err(e) => {
+                tracing::debug!(cause = %e, "cannot sync the database from the checkpoint thread");
                 self.path = None;
                 self.file = None;
             }
@@ -434,6 +516,38 @@ pub fn checkpoint(conn: &Connection, mode: &str) -> Option<Checkpointed> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_database_is_synced_every_so_many_frames_copied_since_the_last_sync() {
+        let mut s = DbSync::new(None);
+        assert!(!s.due(-1), "another connection's checkpoint says nothing");
+        assert!(!s.due(1000));
+        assert!(!s.due(2047));
+        assert!(s.due(2048));
+        s.sync(); // no file: counts as done
+        assert!(!s.due(3000));
+        assert!(s.due(4096));
+        s.sync();
+        // The WAL restarted (the writer's checkpoint synced the database): counted afresh.
+        assert!(!s.due(100));
+        assert!(!s.due(2000));
+        assert!(s.due(2148));
+    }
+
+    #[test]
+    fn a_background_sync_writes_the_database_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("x.db");
+        std::fs::write(&db, b"pages").unwrap();
+        let mut s = DbSync::new(db.to_str());
+        assert!(s.due(DB_SYNC_FRAMES));
+        s.sync();
+        assert!(s.file.is_some() && s.path.is_some(), "the sync succeeded");
+        let mut gone = DbSync::new(dir.path().join("missing.db").to_str());
+        assert!(gone.due(DB_SYNC_FRAMES));
+        gone.sync();
+        assert!(gone.file.is_none());
+    }
 
     #[test]
     fn the_wal_is_written_back_in_whole_pages_once_enough_are_new() {
