@@ -3,29 +3,14 @@
 //! the file, spills pages before a commit, rolls back (whole transactions and to savepoints)
 //! and restarts the WAL.
 
+mod common;
+
 use std::path::Path;
 
-use rusqlite::{Connection, OpenFlags, params};
+use rusqlite::{Connection, params};
 
 fn writer(path: &Path, cache_pages: i64) -> Connection {
-    let conn = Connection::open_with_flags_and_vfs(
-        path,
-        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE,
-        walbuf::register().expect("register the VFS"),
-    )
-    .unwrap();
-    let mode: String = conn
-        .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
-        .unwrap();
-    assert_eq!(mode, "wal");
-    conn.execute_batch(&format!(
-        "PRAGMA auto_vacuum = INCREMENTAL; PRAGMA synchronous = NORMAL;
-         PRAGMA wal_autocheckpoint = 0; PRAGMA cache_size = {cache_pages};
-         CREATE TABLE IF NOT EXISTS t (id INTEGER PRIMARY KEY, k INTEGER NOT NULL, v BLOB NOT NULL);
-         CREATE INDEX IF NOT EXISTS t_k ON t (k);"
-    ))
-    .unwrap();
-    conn
+    common::writer(path, "PRAGMA auto_vacuum = INCREMENTAL", cache_pages)
 }
 
 /// What SQLite says, read in a transaction of its own.

@@ -1,6 +1,8 @@
 //! The VFS against real SQLite: a writer through `walbuf`, readers and copies through the
 //! default VFS, which must see every commit the moment it returns and nothing else.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
@@ -18,23 +20,7 @@ fn setup() -> (MutexGuard<'static, ()>, tempfile::TempDir, PathBuf) {
 }
 
 fn writer(path: &Path, cache_pages: i64) -> Connection {
-    let conn = Connection::open_with_flags_and_vfs(
-        path,
-        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE,
-        walbuf::register().expect("register the VFS"),
-    )
-    .unwrap();
-    let mode: String = conn
-        .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
-        .unwrap();
-    assert_eq!(mode, "wal");
-    conn.execute_batch(&format!(
-        "PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 0; PRAGMA cache_size = {cache_pages};
-         CREATE TABLE IF NOT EXISTS t (id INTEGER PRIMARY KEY, k INTEGER NOT NULL, v BLOB NOT NULL);
-         CREATE INDEX IF NOT EXISTS t_k ON t (k);"
-    ))
-    .unwrap();
-    conn
+    common::writer(path, "", cache_pages)
 }
 
 fn reader(path: &Path) -> Connection {
