@@ -213,8 +213,7 @@ pub fn run(
 /// cache a capture (`/proc/PID/io` write_bytes: 15.4-17.0 KB against 13.4-14.3), which the
 /// same bytes written (`wchar`, 17.9-19.2 KB in both) do not explain; left for later.
 struct Writeback {
-    path: Option<std::path::PathBuf>,
-    file: Option<std::fs::File>,
+    wal: LazyFile,
     /// Bytes of a WAL frame: its header and a database page.
     frame_bytes: u64,
     /// The WAL's size in frames at the last look.
@@ -235,11 +234,7 @@ const FILE_PAGE: u64 = 4096;
 impl Writeback {
     fn new(db: Option<&str>, page_size: u64) -> Writeback {
         Writeback {
-            // An in-memory or temporary database has no WAL file.
-            path: db
-                .filter(|p| !p.is_empty())
-                .map(|p| format!("{p}-wal").into()),
-            file: None,
+            wal: LazyFile::new(db, "-wal"),
             frame_bytes: page_size + FRAME_HEADER,
             frames: 0,
             started: 0,
@@ -258,19 +253,12 @@ impl Writeback {
         if end < self.started + WRITEBACK_AT {
             return;
         }
-        if self.file.is_none() {
-            // Opened once it exists (SQLite creates it with the first write); the same file for
-            // the life of the server (a restart or a truncation keeps the file).
-            self.file = self.path.as_ref().and_then(|p| std::fs::File::open(p).ok());
-        }
-        let Some(file) = &self.file else { return };
+        // The WAL is opened once it exists (SQLite creates it with the first write); the same
+        // file for the life of the server (a restart or a truncation keeps the file).
+        let Some(file) = self.wal.get() else { return };
         match walbuf::start_writeback(file, self.started, end - self.started) {
             Ok(()) => self.started = end,
-            Err(e) => {
-                tracing::debug!(cause = %e, "cannot start the WAL's writeback");
-                self.path = None;
-                self.file = None;
-            }
+            Err(e) => self.wal.give_up(&e, "cannot start the WAL's writeback"),
         }
     }
 }
@@ -288,8 +276,7 @@ impl Writeback {
 /// against 88.6 ms (bench/syscalls.py; bench/RESULTS.md 2026-12-05 08:56). Only starting the
 /// writeback (`sync_file_range`) instead left a p99.9 of 111 ms.
 struct DbSync {
-    path: Option<std::path::PathBuf>,
-    file: Option<std::fs::File>,
+    db: LazyFile,
     /// Frames of the current WAL copied as of the last pass.
     copied: i64,
     /// Frames copied since the database was last synced.
@@ -302,9 +289,7 @@ const DB_SYNC_FRAMES: i64 = 2048;
 impl DbSync {
     fn new(db: Option<&str>) -> DbSync {
         DbSync {
-            // An in-memory or temporary database has no file to sync.
-            path: db.filter(|p| !p.is_empty()).map(Into::into),
-            file: None,
+            db: LazyFile::new(db, ""),
             copied: 0,
             unsynced: 0,
         }
@@ -330,22 +315,55 @@ impl DbSync {
     /// here, which only ever shorten the writer's).
     fn sync(&mut self) {
         self.unsynced = 0;
-        if self.file.is_none() {
-            self.file = self.path.as_ref().and_then(|p| std::fs::File::open(p).ok());
-        }
-        let Some(file) = &self.file else { return };
+        let Some(file) = self.db.get() else { return };
         let started = Instant::now();
         match file.sync_data() {
             Ok(()) => {
                 let took_us = started.elapsed().as_micros() as u64;
                 tracing::debug!(took_us, "background sync of the database");
             }
-            Err(e) => {
-                tracing::debug!(cause = %e, "cannot sync the database from the checkpoint thread");
-                self.path = None;
-                self.file = None;
-            }
+            Err(e) => self
+                .db
+                .give_up(&e, "cannot sync the database from the checkpoint thread"),
         }
+    }
+}
+
+/// A file of the database's that the checkpoint thread opens the first time it needs it, keeps
+/// open, and stops trying once an operation on it failed: what it does with the file (start a
+/// writeback, sync) only ever shortens the writer's own work, so a failure costs nothing but
+/// that gain.
+struct LazyFile {
+    /// None: no file (an in-memory or temporary database: path "") or given up.
+    path: Option<std::path::PathBuf>,
+    file: Option<std::fs::File>,
+}
+
+impl LazyFile {
+    /// The file at the database's path `db` followed by `suffix` ("-wal": its WAL).
+    fn new(db: Option<&str>, suffix: &str) -> LazyFile {
+        LazyFile {
+            // An in-memory or temporary database (path "") has no files.
+            path: db
+                .filter(|p| !p.is_empty())
+                .map(|p| format!("{p}{suffix}").into()),
+            file: None,
+        }
+    }
+
+    /// The file, opened now if it was not yet (None while it does not exist).
+    fn get(&mut self) -> Option<&std::fs::File> {
+        if self.file.is_none() {
+            self.file = self.path.as_ref().and_then(|p| std::fs::File::open(p).ok());
+        }
+        self.file.as_ref()
+    }
+
+    /// Logs why an operation on the file failed and never opens it again.
+    fn give_up(&mut self, cause: &std::io::Error, what: &str) {
+        tracing::debug!(cause = %cause, "{what}");
+        self.path = None;
+        self.file = None;
     }
 }
 
@@ -542,11 +560,31 @@ mod tests {
         let mut s = DbSync::new(db.to_str());
         assert!(s.due(DB_SYNC_FRAMES));
         s.sync();
-        assert!(s.file.is_some() && s.path.is_some(), "the sync succeeded");
+        assert!(
+            s.db.file.is_some() && s.db.path.is_some(),
+            "the sync succeeded"
+        );
         let mut gone = DbSync::new(dir.path().join("missing.db").to_str());
         assert!(gone.due(DB_SYNC_FRAMES));
         gone.sync();
-        assert!(gone.file.is_none());
+        assert!(gone.db.file.is_none());
+    }
+
+    #[test]
+    fn a_lazy_file_opens_once_it_exists_and_never_after_giving_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("x.db");
+        let mut wal = LazyFile::new(db.to_str(), "-wal");
+        assert!(wal.get().is_none(), "no WAL yet");
+        std::fs::write(dir.path().join("x.db-wal"), b"frames").unwrap();
+        assert!(wal.get().is_some(), "opened once it exists");
+        wal.give_up(&std::io::Error::other("test"), "test");
+        assert!(wal.get().is_none(), "not opened again");
+        assert!(
+            LazyFile::new(Some(""), "-wal").get().is_none(),
+            "in-memory: no file"
+        );
+        assert!(LazyFile::new(None, "").get().is_none());
     }
 
     #[test]
@@ -558,13 +596,13 @@ mod tests {
         let enough = 128;
         // No WAL file yet (nothing written): nothing to open, no error.
         writeback.wal_changed(enough);
-        assert!(writeback.file.is_none());
+        assert!(writeback.wal.file.is_none());
         assert_eq!(writeback.started, 0);
         std::fs::write(dir.path().join("x.db-wal"), vec![0u8; 600 * 4120]).unwrap();
         writeback.wal_changed(enough - 1);
-        assert!(writeback.file.is_none(), "not enough new pages yet");
+        assert!(writeback.wal.file.is_none(), "not enough new pages yet");
         writeback.wal_changed(enough);
-        assert!(writeback.file.is_some());
+        assert!(writeback.wal.file.is_some());
         // Up to the last whole page: 32 + 128 * 4,120 = 527,392 bytes, 128 whole pages.
         assert_eq!(writeback.started, 128 * 4096);
         writeback.wal_changed(enough + 10);
@@ -579,7 +617,7 @@ mod tests {
         // An in-memory database has no WAL file to write back.
         let mut none = Writeback::new(Some(""), 4096);
         none.wal_changed(enough);
-        assert!(none.path.is_none() && none.file.is_none());
+        assert!(none.wal.path.is_none() && none.wal.file.is_none());
     }
 
     #[test]
