@@ -1,21 +1,24 @@
 //! Deletes expired bins every `--reap-interval`, in steps through the writer.
 //!
-//! Expired bins already answer 404 before they are reaped (every lookup compares `expires_at`
-//! with now); reaping reclaims their space. Each step is one transaction, queued like any other
-//! write. The step size adapts to keep each step near its engine's target, whatever the row
-//! sizes, and the reaper pauses between steps (see `Pacing`).
+//! Expired bins already answer 404 before they are reaped (every lookup compares `expires_at` with
+//! now); reaping reclaims their space. Each step is queued like any other write (on PostgreSQL one
+//! transaction, on SQLite several; below). The step size adapts to keep each step near its engine's
+//! target, whatever the row sizes, and the reaper pauses between steps (see `Pacing`).
 //!
-//! On SQLite a step holds the only writer: every capture that arrives during it waits for all of
-//! it, COMMIT included (the writer times the whole transaction). So the steps are short (about
-//! 1 ms) and spaced out: 50x the step, at least 40 ms (about 20 a second, 2% of the writer's
-//! time) while that deletes the rows in time, and closer together when it does not (see
-//! `FINISH_WITHIN`). Measured with `bench/run.sh`'s reap of 100k requests under load
-//! (bench/RESULTS.md, 2026-12-01): steps of 1 ms with pauses of 3x the step (about 100 steps a
-//! second, the reap done in 2-4 s) put the capture p99 at 2.1-3.0x that of the same load without
-//! a reap, and with pauses of 50x 1.3-1.8x. Longer steps spaced further apart were worse (8-16 ms
-//! every 300+ ms: 4.7x; 3 ms every 100+ ms: 1.3-2.1x). Those steps were timed without their
-//! COMMIT, so a "1 ms" step held the writer longer; the catch-up pace of 3x then kept the writer
-//! busy most of the time and stalled captures for up to a second in the soak (`bench/soak.sh`).
+//! On SQLite a step goes through the only writer, which deletes it in slices of a few dozen rows,
+//! one slice in each transaction it runs (with the captures of a batch, or alone when none are
+//! queued): a capture waits for a slice at most, not for the step (`storage::sqlite::writer`,
+//! `ReapStep`). The step's time is what its slices held the writer. The steps are short (about
+//! 1 ms) and spaced out: 50x the step, at least 40 ms (about 20 a second, 2% of the writer's time)
+//! while that deletes the rows in time, and closer together when it does not (see `FINISH_WITHIN`).
+//! Measured, before the slices, when a step was one transaction, with `bench/run.sh`'s reap of 100k
+//! requests under load (bench/RESULTS.md, 2026-12-01): steps of 1 ms with pauses of 3x the step
+//! (about 100 steps a second, the reap done in 2-4 s) put the capture p99 at 2.1-3.0x that of the
+//! same load without a reap, and with pauses of 50x 1.3-1.8x. Longer steps spaced further apart
+//! were worse (8-16 ms every 300+ ms: 4.7x; 3 ms every 100+ ms: 1.3-2.1x). Those steps were timed
+//! without their COMMIT, so a "1 ms" step held the writer longer; the catch-up pace of 3x then kept
+//! the writer busy most of the time and stalled captures for up to a second in the soak
+//! (`bench/soak.sh`).
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;

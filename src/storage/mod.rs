@@ -618,8 +618,8 @@ impl Store {
         dispatch!(self, s => s.search_requests(bin, before, limit, with_body, budget, keep).await)
     }
 
-    /// Whether a reap step holds the only writer, so that every capture waits for it (SQLite):
-    /// the reaper then spaces its steps out and paces them by what is left to delete. On
+    /// Whether a reap step goes through the only writer, so that captures wait for its slices
+    /// (SQLite): the reaper then spaces its steps out and paces them by what is left to delete. On
     /// PostgreSQL a step is a transaction beside the captures'.
     pub fn reap_holds_the_writer(&self) -> bool {
         matches!(self, Store::Sqlite(_))

@@ -533,4 +533,94 @@ mod tests {
             .unwrap();
         assert_eq!(n, 25);
     }
+
+    #[tokio::test]
+    async fn a_reap_step_goes_in_slices_and_captures_queued_meanwhile_go_between_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("slices.db");
+        let config = StoreConfig {
+            location: Location::Sqlite(path.clone()),
+            synchronous: Synchronous::Normal,
+            write_queue: 64,
+            read_connections: 1,
+        };
+        let (store, threads) = SqliteStore::open(&path, &config, EventHub::new(), 0).unwrap();
+        let store = Arc::new(store);
+        for (id, expires_at) in [("live", i64::MAX), ("old", 500)] {
+            let bin = Bin {
+                id: id.into(),
+                created_at: 0,
+                expires_at,
+                response: None,
+                request_count: 0,
+                view_token_hash: None,
+                slots: None,
+            };
+            store.create_bin(bin, None).await.unwrap();
+        }
+        let stored = async |bin: &str| {
+            let request = StoredRequest::sample::<&[u8]>(bin, "", "", &[], b"{}");
+            let capture = NewCapture::new(request, Vec::new(), None, 1000, u64::MAX);
+            let outcome = store.try_capture(capture).unwrap().outcome().await.unwrap();
+            assert!(
+                matches!(outcome, CaptureOutcome::Stored { .. }),
+                "{outcome:?}"
+            );
+        };
+        // Row 1 is live; rows 2 to 101 expired, the last rows of the table.
+        stored("live").await;
+        for _ in 0..100 {
+            stored("old").await;
+        }
+        // Another connection holds the write lock, so that the step's first slice waits for it
+        // while a capture is queued behind.
+        let lock = rusqlite::Connection::open(&path).unwrap();
+        lock.execute_batch("BEGIN IMMEDIATE").unwrap();
+        let step = tokio::spawn({
+            let store = store.clone();
+            async move { store.reap_step(500, 100).await }
+        });
+        // Time for the writer to take the step (a test that does not wait only proves less: the
+        // capture then goes with the first slice).
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let capture = tokio::spawn({
+            let store = store.clone();
+            async move {
+                let request = StoredRequest::sample::<&[u8]>("live", "", "", &[], b"{}");
+                let capture = NewCapture::new(request, Vec::new(), None, 1000, u64::MAX);
+                store.try_capture(capture).unwrap().outcome().await.unwrap()
+            }
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        lock.execute_batch("COMMIT").unwrap();
+        assert!(matches!(
+            capture.await.unwrap(),
+            CaptureOutcome::Stored { .. }
+        ));
+        // The step is answered once, with what its slices did together: 100 rows in four slices
+        // of at most 32, and the bin with its last rows.
+        let progress = step.await.unwrap().unwrap();
+        assert_eq!(progress.requests_deleted, 100);
+        assert_eq!(progress.bins_deleted, ["old"]);
+        assert!(progress.step_time.is_some_and(|t| !t.is_zero()));
+        // The capture was stored while the step's last rows were still there: SQLite gave it the
+        // row id after row 101. Had the whole step gone first, it would have got row 2.
+        let row: i64 = lock
+            .query_row(
+                "SELECT max(id) FROM bin_requests WHERE bin_id = 'live'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert!(
+            row > 101,
+            "the capture's row is {row}: it waited for the whole step"
+        );
+        let left: i64 = lock
+            .query_row("SELECT count(*) FROM bin_requests", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(left, 2);
+        drop(store);
+        threads.join();
+    }
 }

@@ -1,6 +1,7 @@
 //! Reading the rows the reaper will delete next, ahead of it, on a thread of its own.
 //!
-//! A reap step runs on the writer, and every capture queued behind it waits for it. Its rows are
+//! A reap step runs on the writer (a slice at a time), and every capture queued behind a slice
+//! waits for it. Its rows are
 //! old: they were written a TTL ago, and the kernel may have dropped their pages from its cache
 //! since (the machines hookbin is measured on page out idle page cache with memory to spare). A
 //! step that finds a page missing reads it from the disk inside the writer's transaction, and on

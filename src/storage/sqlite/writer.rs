@@ -12,6 +12,11 @@
 //! run, in which each bin is looked up once, and its request count and the eviction of its oldest
 //! requests are settled once, at the end of the run.
 //!
+//! A reap step (the reaper's deletes of expired bins) is not one transaction: the writer takes it
+//! in slices of [`SLICE_ROWS`] rows, one in each transaction it runs, with the captures of the
+//! next batches or alone when the queue is empty, and answers the reaper when the step is done
+//! (`ReapStep`). So a capture never waits for more than a slice of it.
+//!
 //! A batch first runs without savepoints (they cost SQLite a copy of every page touched). If any
 //! operation fails, that attempt is rolled back and the batch redone with every operation, and
 //! every run of captures, in a savepoint of its own; a failing run is then redone one capture per
@@ -112,14 +117,30 @@ pub fn run(
         tracing::error!(cause = %e, "cannot follow the WAL's size; it is never restarted");
     }
     let mut batch = Vec::with_capacity(MAX_BATCH);
-    while let Some(op) = ops.blocking_recv() {
+    let mut step: Option<ReapStep> = None;
+    loop {
+        // With a reap step under way, an empty queue is the time to run a slice of it alone.
+        let op = match &step {
+            Some(_) => match ops.try_recv() {
+                Ok(op) => op,
+                Err(mpsc::error::TryRecvError::Empty) => Op::Idle,
+                Err(mpsc::error::TryRecvError::Disconnected) => break,
+            },
+            None => match ops.blocking_recv() {
+                Some(op) => op,
+                None => break,
+            },
+        };
         if let Op::Idle = op {
-            if ops.is_empty() {
-                truncate_idle(&conn, &wal);
+            if step.is_none() {
+                if ops.is_empty() {
+                    truncate_idle(&conn, &wal);
+                }
+                continue;
             }
-            continue;
+        } else {
+            batch.push(op);
         }
-        batch.push(op);
         // Group commit takes what is queued and no more. Waiting 150 us for more when a batch
         // came out small (under load) made batches ~1.6x larger, but measured no change in
         // req/s or CPU per capture (A/B, 3 rounds of 5 s): the writer is not what is short.
@@ -131,19 +152,28 @@ pub fn run(
                 Err(_) => break,
             }
         }
-        // A reap step yields to the captures queued with it: they are committed and answered
-        // first, and the step runs in a transaction of its own.
-        let reaps = if batch.len() > 1 && batch.iter().any(Op::is_reap) {
-            let (reaps, rest) = batch.drain(..).partition(Op::is_reap);
-            batch = rest;
-            reaps
-        } else {
-            Vec::new()
-        };
+        // A reap step is not run as it comes: it goes in slices, one in each transaction from
+        // now on (see `ReapStep`). One step at a time: the reaper waits for each.
+        if step.is_none()
+            && let Some(at) = batch.iter().position(Op::is_reap)
+            && let Op::Other(Command::Reap { now, budget, reply }) = batch.remove(at)
+        {
+            step = Some(ReapStep::new(now, budget, reply));
+        }
+        let slice = step.as_ref().map(|s| {
+            let (op, answer) = s.slice();
+            batch.push(op);
+            answer
+        });
+        let alone = slice.is_some() && batch.len() == 1;
+        let started = std::time::Instant::now();
         commit_batch(&mut conn, &mut batch, &events, &used);
-        if !reaps.is_empty() {
-            batch = reaps;
-            commit_batch(&mut conn, &mut batch, &events, &used);
+        if let Some(mut answer) = slice {
+            // A slice alone in its transaction kept the writer for the whole of it, COMMIT
+            // included; one that rode along with captures, for its own statements.
+            let took = alone.then(|| started.elapsed());
+            let result = answer.try_recv().unwrap_or(Err(StoreError::Closed));
+            step = step.take().and_then(|s| s.slice_done(result, took));
         }
         // The size after this loop's commits. When the background thread held the checkpoint
         // lock (frames -1, nothing done), the WAL stays large and the writer tries again after
@@ -160,11 +190,98 @@ pub fn run(
             );
         }
     }
+    // The reaper is told what its step did so far; it stops too.
+    if let Some(step) = step {
+        step.finish();
+    }
     // Before the last checkpoint, which waits for readers.
     stop_read_ahead();
     // Every queued write is committed; leave a database file that holds everything.
     checkpoint(&conn, "TRUNCATE");
     tracing::debug!("database writer stopped: every queued write is committed");
+}
+
+/// Rows of a reap step deleted in one transaction: a slice.
+///
+/// A reap step used to run whole in a transaction of its own, about 1 ms that every capture
+/// arriving meanwhile waited for: some 20 steps a second while bins expired all the time, 2% of
+/// the writer's time, which is the share of captures at the p99 (`bench/soak.sh`: the last
+/// minute's capture p99 1.1-1.55x the first minute's, which has nothing to reap yet). In slices,
+/// the wait a capture can meet shrinks to one slice, and a slice that rides along with the
+/// captures of a batch shares their COMMIT. 32 rows of 1 KiB requests, deleted in row order, take
+/// some 80 us (2.5 us a row, bench/RESULTS.md 2026-12-02).
+const SLICE_ROWS: usize = 32;
+
+/// A reap step the writer works through, one slice in each transaction it runs: with the
+/// captures of a batch when there are any, alone when the queue is empty. Its caller, the reaper,
+/// is answered once the step's budget is used up or nothing is left, with the time its slices
+/// held the writer.
+struct ReapStep {
+    now: i64,
+    /// Rows of the step's budget not yet deleted.
+    left: usize,
+    done: ReapProgress,
+    reply: Reply<ReapProgress>,
+}
+
+impl ReapStep {
+    fn new(now: i64, budget: usize, reply: Reply<ReapProgress>) -> ReapStep {
+        ReapStep {
+            now,
+            left: budget.max(1),
+            done: ReapProgress {
+                step_time: Some(std::time::Duration::ZERO),
+                ..ReapProgress::default()
+            },
+            reply,
+        }
+    }
+
+    /// The next slice, as a reap command for the batch, and where its result comes back.
+    fn slice(&self) -> (Op, oneshot::Receiver<Result<ReapProgress, StoreError>>) {
+        let (reply, answer) = oneshot::channel();
+        let op = Op::Other(Command::Reap {
+            now: self.now,
+            budget: self.left.min(SLICE_ROWS),
+            reply,
+        });
+        (op, answer)
+    }
+
+    /// Takes in a committed slice's result (`alone`: its transaction's time, when the slice was
+    /// all of it); the step when it goes on, `None` once its caller has been answered.
+    fn slice_done(
+        mut self,
+        result: Result<ReapProgress, StoreError>,
+        alone: Option<std::time::Duration>,
+    ) -> Option<ReapStep> {
+        let slice = match result {
+            Ok(slice) => slice,
+            Err(e) => {
+                let _ = self.reply.send(Err(e));
+                return None;
+            }
+        };
+        let own = alone.or(slice.step_time).unwrap_or_default();
+        let deleted = slice.requests_deleted as usize;
+        let idle = deleted == 0 && slice.bins_deleted.is_empty();
+        self.left = self.left.saturating_sub(deleted);
+        self.done.requests_deleted += slice.requests_deleted;
+        self.done.bins_deleted.extend(slice.bins_deleted);
+        self.done.step_time = Some(self.done.step_time.unwrap_or_default() + own);
+        self.done.done = slice.done;
+        // A slice that found nothing to delete ends the step too, so that it can never spin.
+        if slice.done || self.left == 0 || idle {
+            self.finish();
+            return None;
+        }
+        Some(self)
+    }
+
+    /// Answers the reaper with what the step's slices did.
+    fn finish(self) {
+        let _ = self.reply.send(Ok(self.done));
+    }
 }
 
 /// Bytes of the database's pages in use: its size without the free pages that deleted rows left,
@@ -231,7 +348,7 @@ fn commit_batch(conn: &mut Connection, batch: &mut Vec<Op>, events: &EventHub, u
         tracing::warn!(cause = %e, "a batch failed; redoing it with each operation isolated");
         run_batch(conn, batch, true)
     });
-    let (mut outcomes, used_bytes) = match outcomes {
+    let (outcomes, used_bytes) = match outcomes {
         Ok(done) => done,
         Err(e) => {
             let full = crate::storage::is_disk_full(&e);
@@ -255,9 +372,6 @@ fn commit_batch(conn: &mut Connection, batch: &mut Vec<Op>, events: &EventHub, u
             return;
         }
     };
-    // A reap step runs in a transaction of its own (see `run`), and its time is the whole
-    // transaction's: the COMMIT, where the WAL frames of its deletes are written, takes as long
-    // as the statements, and every capture queued behind the step waits for both.
     let took = started.elapsed();
     // What a stall looks like from here (see bench/README.md, BENCH_RUST_LOG).
     if took > std::time::Duration::from_millis(10) {
@@ -267,11 +381,6 @@ fn commit_batch(conn: &mut Connection, batch: &mut Vec<Op>, events: &EventHub, u
             took_us = took.as_micros() as u64,
             "slow batch"
         );
-    }
-    for outcome in &mut outcomes {
-        if let Ok(Outcome::Command(Answer::Reap(progress))) = outcome {
-            progress.step_time = Some(took);
-        }
     }
     // Before answering, so that a capture sent after a delete's answer sees the room it made;
     // `--max-db-bytes` and /metrics read the figure without a query.
@@ -877,7 +986,12 @@ fn apply(conn: &Connection, command: &Command) -> rusqlite::Result<Answer> {
         } => Answer::Bin(set_response(conn, id, response.as_deref(), *now)?),
         Command::DeleteRequest { bin, id, .. } => Answer::Bool(delete_request(conn, bin, *id)?),
         Command::ClearRequests { bin, .. } => clear_requests(conn, bin).map(|()| Answer::Unit)?,
-        Command::Reap { now, budget, .. } => Answer::Reap(reap(conn, *now, *budget)?),
+        Command::Reap { now, budget, .. } => {
+            let started = std::time::Instant::now();
+            let mut progress = reap(conn, *now, *budget)?;
+            progress.step_time = Some(started.elapsed());
+            Answer::Reap(progress)
+        }
     })
 }
 
@@ -1931,5 +2045,98 @@ mod tests {
         assert!(matches!(outcome(wait), Ok(CaptureOutcome::Stored { .. })));
         assert_eq!(f.stored_methods(), ["POST"]);
         assert_eq!(f.request_count(), 1);
+    }
+
+    fn slice_budget(op: &Op) -> usize {
+        match op {
+            Op::Other(Command::Reap { budget, .. }) => *budget,
+            other => panic!("not a slice: {other:?}"),
+        }
+    }
+
+    fn sliced(requests: u64, bins: &[&str], done: bool, micros: u64) -> ReapProgress {
+        ReapProgress {
+            requests_deleted: requests,
+            bins_deleted: bins.iter().map(|b| b.to_string()).collect(),
+            done,
+            step_time: Some(std::time::Duration::from_micros(micros)),
+        }
+    }
+
+    #[test]
+    fn a_reap_step_goes_in_slices_and_is_answered_once_with_their_sum() {
+        let us = std::time::Duration::from_micros;
+        let (reply, mut answer) = oneshot::channel();
+        let step = ReapStep::new(500, 70, reply);
+        assert_eq!(slice_budget(&step.slice().0), SLICE_ROWS);
+        // A slice that rode along with captures counts its own time; one alone in its
+        // transaction, the transaction's.
+        let step = step
+            .slice_done(Ok(sliced(32, &[], false, 80)), None)
+            .unwrap();
+        let step = step
+            .slice_done(Ok(sliced(32, &["a"], false, 90)), Some(us(150)))
+            .unwrap();
+        assert!(
+            answer.try_recv().is_err(),
+            "answered before the step is done"
+        );
+        // What is left of the budget.
+        assert_eq!(slice_budget(&step.slice().0), 6);
+        assert!(
+            step.slice_done(Ok(sliced(6, &["b"], false, 20)), None)
+                .is_none()
+        );
+        let done = answer.try_recv().unwrap().unwrap();
+        assert_eq!(done.requests_deleted, 70);
+        assert_eq!(done.bins_deleted, ["a", "b"]);
+        assert!(!done.done);
+        assert_eq!(done.step_time, Some(us(80 + 150 + 20)));
+    }
+
+    #[test]
+    fn a_reap_step_ends_when_nothing_is_left_on_a_slice_that_did_nothing_or_on_an_error() {
+        // Nothing expired left: done, whatever is left of the budget.
+        let (reply, mut answer) = oneshot::channel();
+        let step = ReapStep::new(500, 100, reply);
+        assert!(
+            step.slice_done(Ok(sliced(10, &["a"], true, 5)), None)
+                .is_none()
+        );
+        let done = answer.try_recv().unwrap().unwrap();
+        assert!(done.done && done.requests_deleted == 10);
+        // A slice that deleted nothing and is not done would be followed by the same: the step
+        // ends rather than spin.
+        let (reply, mut answer) = oneshot::channel();
+        let step = ReapStep::new(500, 100, reply);
+        assert!(
+            step.slice_done(Ok(sliced(0, &[], false, 5)), None)
+                .is_none()
+        );
+        assert_eq!(answer.try_recv().unwrap().unwrap().requests_deleted, 0);
+        // A slice deleting only empty bins goes on.
+        let (reply, _answer) = oneshot::channel();
+        let step = ReapStep::new(500, 100, reply);
+        assert!(
+            step.slice_done(Ok(sliced(0, &["e"], false, 5)), None)
+                .is_some()
+        );
+        // A failed slice fails the step.
+        let (reply, mut answer) = oneshot::channel();
+        let step = ReapStep::new(500, 100, reply);
+        let failed = step.slice_done(Err(StoreError::Commit("disk".into())), None);
+        assert!(failed.is_none());
+        assert!(matches!(
+            answer.try_recv().unwrap(),
+            Err(StoreError::Commit(_))
+        ));
+        // The writer stopping answers with what was done.
+        let (reply, mut answer) = oneshot::channel();
+        let step = ReapStep::new(500, 100, reply);
+        let step = step
+            .slice_done(Ok(sliced(32, &[], false, 5)), None)
+            .unwrap();
+        step.finish();
+        assert_eq!(answer.try_recv().unwrap().unwrap().requests_deleted, 32);
     }
 }
