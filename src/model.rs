@@ -210,6 +210,22 @@ impl StoredRequest {
 }
 
 #[cfg(test)]
+impl Bin {
+    /// For unit tests: a public bin made at 0 that expires at `expires_at`, with nothing in it.
+    pub fn sample(id: &str, expires_at: i64) -> Bin {
+        Bin {
+            id: id.into(),
+            created_at: 0,
+            expires_at,
+            response: None,
+            request_count: 0,
+            view_token_hash: None,
+            slots: None,
+        }
+    }
+}
+
+#[cfg(test)]
 impl StoredRequest {
     /// A POST captured at `/r/{bin}{subpath}?{query}`, for unit tests; the other fields are plain
     /// defaults that a test overrides with struct update syntax.

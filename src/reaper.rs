@@ -370,16 +370,11 @@ mod tests {
             ("later", 3_000, 2),
         ];
         for (id, expires_at, requests) in bins {
-            let bin = Bin {
-                id: id.into(),
-                created_at: 0,
-                expires_at,
-                response: None,
-                request_count: 0,
-                view_token_hash: None,
-                slots: None,
-            };
-            state.store.create_bin(bin, None).await.unwrap();
+            state
+                .store
+                .create_bin(Bin::sample(id, expires_at), None)
+                .await
+                .unwrap();
             for _ in 0..requests {
                 let request = StoredRequest {
                     received_at: 1,

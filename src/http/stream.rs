@@ -514,15 +514,7 @@ mod tests {
         let (state, writer, trigger) =
             AppState::for_tests_with_events(dir.path().join("stream.db"), events).await;
         let bin = BinId::new();
-        let row = Bin {
-            id: bin.as_str().into(),
-            created_at: 0,
-            expires_at: i64::MAX,
-            response: None,
-            request_count: 0,
-            view_token_hash: None,
-            slots: None,
-        };
+        let row = Bin::sample(bin.as_str(), i64::MAX);
         state.store.create_bin(row, None).await.unwrap();
         (Arc::new(state), bin, (writer, trigger, dir))
     }

@@ -478,9 +478,10 @@ mod tests {
         panic!("WAL still {} bytes", wal_len(db));
     }
 
-    async fn capture(store: &SqliteStore, n: usize) {
+    /// Stores `n` captures of `{}` in `bin`, one at a time; each must be stored.
+    async fn capture_to(store: &SqliteStore, bin: &str, n: usize) {
         for _ in 0..n {
-            let request = StoredRequest::sample::<&[u8]>("idle", "", "", &[], b"{}");
+            let request = StoredRequest::sample::<&[u8]>(bin, "", "", &[], b"{}");
             let capture = NewCapture::new(request, Vec::new(), None, 1000, u64::MAX);
             let outcome = store.try_capture(capture).unwrap().outcome().await.unwrap();
             assert!(
@@ -503,24 +504,18 @@ mod tests {
         let idle = Duration::from_millis(200);
         let (store, threads) =
             SqliteStore::open_with(&path, &config, EventHub::new(), 0, idle).unwrap();
-        let bin = Bin {
-            id: "idle".into(),
-            created_at: 0,
-            expires_at: i64::MAX,
-            response: None,
-            request_count: 0,
-            view_token_hash: None,
-            slots: None,
-        };
-        store.create_bin(bin, None).await.unwrap();
+        store
+            .create_bin(Bin::sample("idle", i64::MAX), None)
+            .await
+            .unwrap();
         let through_walbuf = walbuf::stats().wal_writes;
-        capture(&store, 20).await;
+        capture_to(&store, "idle", 20).await;
         assert!(wal_len(&path) > 0);
         // The writer's connection is walbuf's (schema::open_writer): its WAL writes pass there.
         assert!(walbuf::stats().wal_writes > through_walbuf);
         assert_wal_emptied(&path).await;
         // Captures go on into a WAL that grows from nothing, and it is truncated again.
-        capture(&store, 5).await;
+        capture_to(&store, "idle", 5).await;
         assert!(wal_len(&path) > 0);
         assert_wal_emptied(&path).await;
         assert_eq!(store.last_request_id("idle").await.unwrap(), 25);
@@ -547,31 +542,14 @@ mod tests {
         let (store, threads) = SqliteStore::open(&path, &config, EventHub::new(), 0).unwrap();
         let store = Arc::new(store);
         for (id, expires_at) in [("live", i64::MAX), ("old", 500)] {
-            let bin = Bin {
-                id: id.into(),
-                created_at: 0,
-                expires_at,
-                response: None,
-                request_count: 0,
-                view_token_hash: None,
-                slots: None,
-            };
-            store.create_bin(bin, None).await.unwrap();
+            store
+                .create_bin(Bin::sample(id, expires_at), None)
+                .await
+                .unwrap();
         }
-        let stored = async |bin: &str| {
-            let request = StoredRequest::sample::<&[u8]>(bin, "", "", &[], b"{}");
-            let capture = NewCapture::new(request, Vec::new(), None, 1000, u64::MAX);
-            let outcome = store.try_capture(capture).unwrap().outcome().await.unwrap();
-            assert!(
-                matches!(outcome, CaptureOutcome::Stored { .. }),
-                "{outcome:?}"
-            );
-        };
         // Row 1 is live; rows 2 to 101 expired, the last rows of the table.
-        stored("live").await;
-        for _ in 0..100 {
-            stored("old").await;
-        }
+        capture_to(&store, "live", 1).await;
+        capture_to(&store, "old", 100).await;
         // Another connection holds the write lock, so that the step's first slice waits for it
         // while a capture is queued behind.
         let lock = rusqlite::Connection::open(&path).unwrap();
@@ -585,18 +563,11 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(50)).await;
         let capture = tokio::spawn({
             let store = store.clone();
-            async move {
-                let request = StoredRequest::sample::<&[u8]>("live", "", "", &[], b"{}");
-                let capture = NewCapture::new(request, Vec::new(), None, 1000, u64::MAX);
-                store.try_capture(capture).unwrap().outcome().await.unwrap()
-            }
+            async move { capture_to(&store, "live", 1).await }
         });
         tokio::time::sleep(Duration::from_millis(50)).await;
         lock.execute_batch("COMMIT").unwrap();
-        assert!(matches!(
-            capture.await.unwrap(),
-            CaptureOutcome::Stored { .. }
-        ));
+        capture.await.unwrap();
         // The step is answered once, with what its slices did together: 100 rows in four slices
         // of at most 32, and the bin with its last rows.
         let progress = step.await.unwrap().unwrap();

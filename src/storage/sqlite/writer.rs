@@ -1417,15 +1417,7 @@ mod tests {
     }
 
     fn bin(id: &str) -> Bin {
-        Bin {
-            id: id.into(),
-            created_at: 0,
-            expires_at: 1000000,
-            response: None,
-            request_count: 0,
-            view_token_hash: None,
-            slots: None,
-        }
+        Bin::sample(id, 1000000)
     }
 
     fn outcome(wait: CaptureWait) -> Result<CaptureOutcome, StoreError> {
