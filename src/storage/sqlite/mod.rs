@@ -478,6 +478,16 @@ mod tests {
         panic!("WAL still {} bytes", wal_len(db));
     }
 
+    /// A store on `path` with one reader and a small write queue.
+    fn config(path: &Path) -> StoreConfig {
+        StoreConfig {
+            location: Location::Sqlite(path.to_path_buf()),
+            synchronous: Synchronous::Normal,
+            write_queue: 64,
+            read_connections: 1,
+        }
+    }
+
     /// Stores `n` captures of `{}` in `bin`, one at a time; each must be stored.
     async fn capture_to(store: &SqliteStore, bin: &str, n: usize) {
         for _ in 0..n {
@@ -495,12 +505,7 @@ mod tests {
     async fn an_idle_writer_truncates_the_wal_and_keeps_every_capture() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("idle.db");
-        let config = StoreConfig {
-            location: Location::Sqlite(path.clone()),
-            synchronous: Synchronous::Normal,
-            write_queue: 64,
-            read_connections: 1,
-        };
+        let config = config(&path);
         let idle = Duration::from_millis(200);
         let (store, threads) =
             SqliteStore::open_with(&path, &config, EventHub::new(), 0, idle).unwrap();
@@ -533,12 +538,7 @@ mod tests {
     async fn a_reap_step_goes_in_slices_and_captures_queued_meanwhile_go_between_them() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("slices.db");
-        let config = StoreConfig {
-            location: Location::Sqlite(path.clone()),
-            synchronous: Synchronous::Normal,
-            write_queue: 64,
-            read_connections: 1,
-        };
+        let config = config(&path);
         let (store, threads) = SqliteStore::open(&path, &config, EventHub::new(), 0).unwrap();
         let store = Arc::new(store);
         for (id, expires_at) in [("live", i64::MAX), ("old", 500)] {
