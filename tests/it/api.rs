@@ -425,12 +425,21 @@ fn health_and_metrics() {
         "hookbin_requests_captured_total 1",
         "hookbin_bins_created_total 1",
         "hookbin_bins_reaped_total 0",
-        "hookbin_write_queue_depth 0",
         "hookbin_capture_duration_seconds_count 1",
+        "hookbin_write_queue_capacity ",
+        "hookbin_database_bytes ",
     ] {
-        assert!(metrics.contains(line), "missing {line:?} in\n{metrics}");
+        // The line last: a long panic message is cut at its start in CI's summary.
+        assert!(metrics.contains(line), "{metrics}\nmissing {line:?}");
     }
-    assert!(metrics.contains("hookbin_database_bytes "));
+    // A gauge of this instant: the reaper's first pass (at start) or the checkpointer's nudge
+    // may be queued for a moment while the writer thread waits for a core, as seen once in CI.
+    // What must hold is that it falls back to 0, not that it never leaves it.
+    s.eventually("hookbin_write_queue_depth 0 on /metrics", || {
+        s.get("/metrics")
+            .text()
+            .contains("hookbin_write_queue_depth 0\n")
+    });
 }
 
 /// Reads server-sent events from a raw connection: (id, event, data) per event.
