@@ -218,16 +218,16 @@ freezes_between() { # FILE FROM TO
     awk -F, -v a="$2" -v b="$3" 'NR > 1 && $1 >= a && $1 < b { n++; if ($2 > w) w = $2 }
         END { printf "%d %.1f\n", n, w }' "$1" 2>/dev/null || say "0 0"
 }
-# Other programs' CPU: a process of its own (python3) reads the CPU time of the machine
-# (/proc/stat) and of every process (/proc/PID/stat) every 0.25 s, for SECONDS, and writes
-# "EPOCH,PCT,TOP" to FILE for every 0.25 s in which the processes other than the given PIDs,
-# those named `loadgen` and itself used 25% of a core or more (PCT: % of one core; TOP: the three
-# that used the most, "name:pct"; `(gone)` is time no live process accounts for: interrupts and
-# processes that ended within the 0.25 s). On this project's machines other services run beside
-# the benchmark: on the Intel Xeon of 2026-12-05, RabbitMQ started a whole Erlang VM once a
-# minute (its epmd check), ~70% of a core for ~0.25 s, and the soak's capture p99 of those 5 s
-# rows rose to 20-60 ms while hookbin's own capture latency stayed under 10 ms (bench/RESULTS.md
-# 2026-12-05 17:14). Costs ~0.3% of a core. Sets OTHERS_PID.
+# Other programs' CPU: a process of its own (python3) reads the CPU time of every process
+# (/proc/PID/stat) every 0.25 s, for SECONDS, and writes "EPOCH,PCT,TOP" to FILE for every 0.25 s
+# in which the processes that are neither one of the given PIDs nor descended from one used 25%
+# of a core or more (PCT: % of one core; TOP: the three that used the most, "name:pct"). Give the
+# benchmark script's own PID ($$), so that the servers, the load generator, the samplers and the
+# monitors are all left out. A process that starts and ends within 0.25 s is not seen. On this
+# project's machines other services run beside the benchmark: on the Intel Xeon of 2026-12-05,
+# RabbitMQ started a whole Erlang VM once a minute, ~70% of a core for ~0.25 s, and the soak's
+# capture p99 of those 5 s rows rose to 20-60 ms while hookbin's own capture latency stayed
+# under 10 ms (bench/RESULTS.md 2026-12-05 17:14). Costs ~0.3% of a core. Sets OTHERS_PID.
 start_others_monitor() { # FILE SECONDS PID...
     command -v python3 >/dev/null || die "python3 not found (Debian package python3)"
     local file=$1 seconds=$2; shift 2
@@ -236,15 +236,10 @@ import os, sys, time
 hz = os.sysconf("SC_CLK_TCK")
 window = 0.25
 end = time.monotonic() + float(sys.argv[1])
-known = {int(p) for p in sys.argv[2:]} | {os.getpid()}
-
-def machine():
-    # user nice system idle iowait irq softirq steal: busy = all but idle, iowait and steal.
-    with open("/proc/stat") as f:
-        v = [int(x) for x in f.readline().split()[1:9]]
-    return v[0] + v[1] + v[2] + v[5] + v[6]
+roots = {int(p) for p in sys.argv[2:]} | {os.getpid()}
 
 def processes():
+    """pid -> (name, parent pid, CPU ticks so far) of every process."""
     out = {}
     for d in os.listdir("/proc"):
         if d.isdigit():
@@ -254,30 +249,44 @@ def processes():
             except OSError:
                 continue
             rest = s[s.rindex(")") + 2:].split()
-            out[int(d)] = (s[s.index("(") + 1:s.rindex(")")], int(rest[11]) + int(rest[12]))
+            out[int(d)] = (s[s.index("(") + 1:s.rindex(")")], int(rest[1]), int(rest[11]) + int(rest[12]))
     return out
 
+def ours(pid, procs):
+    for _ in range(64):
+        if pid in roots:
+            return True
+        if pid not in procs or pid <= 1:
+            return False
+        pid = procs[pid][1]
+    return False
+
 print("epoch,pct,top", flush=True)
-busy, procs = machine(), processes()
+procs = processes()
 while time.monotonic() < end:
     time.sleep(window)
-    now_busy, now_procs = machine(), processes()
-    used, by_name, accounted = now_busy - busy, {}, 0
-    for pid, (name, ticks) in now_procs.items():
-        delta = ticks - (procs[pid][1] if pid in procs else 0)
-        accounted += delta
-        if pid not in known and name != "loadgen" and delta > 0:
+    now = processes()
+    by_name = {}
+    for pid, (name, _, ticks) in now.items():
+        delta = ticks - (procs[pid][2] if pid in procs else 0)
+        if delta > 0 and not ours(pid, now):
             by_name[name] = by_name.get(name, 0) + delta
-    by_name["(gone)"] = max(used - accounted, 0)
     others = sum(by_name.values())
     if others * 100 / hz / window >= 25:
         top = sorted(by_name.items(), key=lambda kv: -kv[1])[:3]
         print(f"{time.time():.3f},{others * 100 / hz / window:.0f},"
-              + " ".join(f"{n}:{t * 100 / hz / window:.0f}" for n, t in top if t > 0), flush=True)
-    busy, procs = now_busy, now_procs
+              + " ".join(f"{n}:{t * 100 / hz / window:.0f}" for n, t in top), flush=True)
+    procs = now
 PY
     OTHERS_PID=$!
     BG_PIDS+=("$OTHERS_PID")
+}
+# Other programs' bursts in FILE (start_others_monitor) between two epochs: "COUNT LARGEST_PCT
+# NAMES" (NAMES: the programs of the largest burst, comma-separated; "-" when none).
+others_between() { # FILE FROM TO
+    awk -F, -v a="$2" -v b="$3" 'NR > 1 && $1 >= a && $1 < b { n++; if ($2 > w) { w = $2; top = $3 } }
+        END { gsub(/:[0-9]+/, "", top); gsub(/ /, ",", top); printf "%d %d %s\n", n, w, (n ? top : "-") }' "$1" 2>/dev/null ||
+        say "0 0 -"
 }
 # Per-capture figures between two proc_counters snapshots: "CPU_US DISK_BYTES WRITE_BYTES".
 per_capture() { # BEFORE AFTER CAPTURES

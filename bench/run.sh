@@ -587,6 +587,9 @@ if has "$SECTIONS" reap; then
     # Freezes of the whole machine during the slices (see start_freeze_monitor), until the last.
     FREEZES=$WORK/reap-freezes.csv
     start_freeze_monitor "$FREEZES" 3600
+    # And other programs' bursts of CPU (see start_others_monitor): the machine's other services.
+    OTHERS=$WORK/reap-others.csv
+    start_others_monitor "$OTHERS" 3600 "$$"
     say ""
     say "the same load before any bin expires (no reap), ${REAP_SLICE} s slices:"
     printf '%8s %10s %9s %9s %9s %9s\n' t "req/s" "p50 ms" "p99 ms" "p99.9 ms" "max ms"
@@ -614,13 +617,15 @@ if has "$SECTIONS" reap; then
     say "capture load on a fresh bin in ${REAP_SLICE} s slices (t = seconds since the first old bin expired;"
     say "the reaped counters move after each reaping step; a bin counts once its last request is gone):"
     printf '%8s %10s %9s %9s %9s %9s  %s\n' t "req/s" "p50 ms" "p99 ms" "p99.9 ms" "max ms" "reap progress"
-    slice_p99=(); slice_max=(); slice_froze=(); done_after=-1
+    slice_p99=(); slice_max=(); slice_froze=(); slice_others=(); done_after=-1
     for ((i = 1; i <= REAP_MAX_SLICES; i++)); do
         t=$(awk -v e="$expiry" -v n="$(date +%s.%N)" 'BEGIN { printf "%+.1f", n - e }')
         slice_start=$(date +%s.%N)
         run_wrk hookbin-reap "reap-load-$i" "${REAP_SLICE}s" "http://$addr/r/$load"
         read -r froze longest <<<"$(freezes_between "$FREEZES" "$slice_start" "$(date +%s.%N)")"
         slice_froze+=("$longest")
+        read -r bursts busiest names <<<"$(others_between "$OTHERS" "$slice_start" "$(date +%s.%N)")"
+        slice_others+=("$bursts $busiest $names")
         slice_p99+=("$(ms "$(field p99_us "$LAST")")")
         slice_max+=("$(ms "$(field max_us "$LAST")")")
         progress=""
@@ -634,6 +639,7 @@ if has "$SECTIONS" reap; then
             if ((reaped - reaped0 >= REAP_BINS)) && ((done_after < 0)); then done_after=$i; fi
         fi
         ((froze == 0)) || progress+="; the machine froze ${froze}x, the longest $longest ms"
+        ((bursts == 0)) || progress+="; other programs took >= 25% of a core in $bursts x 0.25 s (up to $busiest%: $names)"
         printf '%8s %10s %9s %9s %9s %9s  %s\n' "$t" "$(field rps "$LAST")" "$(ms "$(field p50_us "$LAST")")" \
             "${slice_p99[-1]}" "$(ms "$(field p999_us "$LAST")")" "${slice_max[-1]}" "$progress"
         # Stop one slice after the reap completed (and not before the expiry instant has passed).
@@ -641,7 +647,7 @@ if has "$SECTIONS" reap; then
         if [[ -z ${rname:-} ]] && ((i * REAP_SLICE >= REAP_LEAD + 20)); then break; fi
     done
 
-    kill "$FREEZE_PID" 2>/dev/null || true
+    kill "$FREEZE_PID" "$OTHERS_PID" 2>/dev/null || true
     gone=0
     for id in "${ids[@]}"; do [[ $(bin_count "$addr" "$id") == gone ]] && gone=$((gone + 1)); done
     say "old bins answering 404 on GET /api/bins/{id}: $gone/$REAP_BINS"
@@ -662,6 +668,10 @@ if has "$SECTIONS" reap; then
     for ((k = 0; k < ${#slice_p99[@]}; k++)); do
         if [[ ${slice_p99[k]} == "$worst" ]] && ! le "${slice_froze[k]}" 0; then
             worst_froze="; that slice held a freeze of the whole machine of ${slice_froze[k]} ms"
+        fi
+        read -r bursts busiest names <<<"${slice_others[k]}"
+        if [[ ${slice_p99[k]} == "$worst" ]] && ((bursts > 0)); then
+            worst_froze+="; in that slice other programs took >= 25% of a core in $bursts x 0.25 s (up to $busiest%: $names)"
         fi
     done
     HWM_KB[hookbin-reap]=$(hwm_kb hookbin-reap)

@@ -134,7 +134,7 @@ start_freeze_monitor "$FREEZES" "$((DURATION + 5))"
 # Other programs' bursts of CPU (see start_others_monitor in lib.sh): on the Intel Xeon of
 # 2026-12-05 RabbitMQ's check once a minute put 5 s rows of 20-60 ms in every soak.
 OTHERS=$WORK/others.csv
-start_others_monitor "$OTHERS" "$((DURATION + 5))" "$pid" "$FREEZE_PID"
+start_others_monitor "$OTHERS" "$((DURATION + 5))" "$$"
 soak_start=$(date +%s.%N)
 echo "$soak_start" >"$WORK/soak_start"
 out=$(loadgen --rate "$RATE" --duration "$DURATION" --interval "$INTERVAL" --window 60 --csv "$CSV" \
@@ -171,8 +171,8 @@ say "machine freezes each minute (sleeps of 2 ms that overran by more than 20 ms
 awk -F, -v s="$soak_start" 'NR > 1 && $1 >= s { m = int(($1 - s) / 60); n[m]++; if ($2 > w[m]) w[m] = $2; if (m > top) top = m; any = 1 }
     END { if (!any) { print "  none"; exit }
         for (m = 0; m <= top; m++) if (n[m]) printf "  minute %2d: %d, the longest %.1f ms\n", m + 1, n[m], w[m] }' "$FREEZES"
-say "other programs' CPU each minute (0.25 s in which processes other than hookbin and the load"
-say "generator used 25% of a core or more; the programs seen most often in them):"
+say "other programs' CPU each minute (0.25 s in which processes other than this script's, hookbin"
+say "and the load generator included, used 25% of a core or more; the programs seen most often):"
 awk -F, -v s="$soak_start" 'NR > 1 && $1 >= s { m = int(($1 - s) / 60); n[m]++; if ($2 > w[m]) w[m] = $2
         if (m > top) top = m; any = 1; k = split($3, p, " ")
         for (i = 1; i <= k; i++) { sub(/:[0-9]+$/, "", p[i]); seen[m, p[i]]++; names[p[i]] = 1 } }
