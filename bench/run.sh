@@ -663,15 +663,16 @@ if has "$SECTIONS" reap; then
     read -r captured cname <<<"$(metric_sum "$addr" "${CAPTURED_METRICS[@]}")" || true
     check_stored hookbin-reap "${captured:-}" "${cname:-no captured-requests counter in /metrics}"
     worst=$(maxof "${slice_p99[@]}")
-    # Whether the worst slice held a freeze of the machine: said beside the verdict, which stands.
-    worst_froze=""
+    # What the worst slice held (a freeze of the machine, other programs' bursts of CPU): said
+    # beside the verdict, which stands.
+    worst_held=""
     for ((k = 0; k < ${#slice_p99[@]}; k++)); do
         if [[ ${slice_p99[k]} == "$worst" ]] && ! le "${slice_froze[k]}" 0; then
-            worst_froze="; that slice held a freeze of the whole machine of ${slice_froze[k]} ms"
+            worst_held="; that slice held a freeze of the whole machine of ${slice_froze[k]} ms"
         fi
         read -r bursts busiest names <<<"${slice_others[k]}"
         if [[ ${slice_p99[k]} == "$worst" ]] && ((bursts > 0)); then
-            worst_froze+="; in that slice other programs took >= 25% of a core in $bursts x 0.25 s (up to $busiest%: $names)"
+            worst_held+="; in that slice other programs took >= 25% of a core in $bursts x 0.25 s (up to $busiest%: $names)"
         fi
     done
     HWM_KB[hookbin-reap]=$(hwm_kb hookbin-reap)
@@ -690,7 +691,7 @@ if has "$SECTIONS" reap; then
         rr=$(ratio "$worst" "$base")
         if ((gone == REAP_BINS)) && ! lt 2 "$rr"; then v=PASS; else v=FAIL; fi
         [[ -n ${rname:-} ]] && ((done_after < 0)) && v=FAIL
-        goal $v "capture p99 while reaping <= 2x the same load's without a reap: ${rr}x (worst slice $worst ms / no-reap median $base ms$worst_froze)"
+        goal $v "capture p99 while reaping <= 2x the same load's without a reap: ${rr}x (worst slice $worst ms / no-reap median $base ms$worst_held)"
     else
         goal FAIL "capture p99 while reaping <= 2x the same load's without a reap: no no-reap slices measured"
     fi
