@@ -271,11 +271,12 @@ while time.monotonic() < end:
         delta = ticks - (procs[pid][2] if pid in procs else 0)
         if delta > 0 and not ours(pid, now):
             by_name[name] = by_name.get(name, 0) + delta
-    others = sum(by_name.values())
-    if others * 100 / hz / window >= 25:
+    pct = lambda ticks: ticks * 100 / hz / window  # of one core over the window
+    others = pct(sum(by_name.values()))
+    if others >= 25:
         top = sorted(by_name.items(), key=lambda kv: -kv[1])[:3]
-        print(f"{time.time():.3f},{others * 100 / hz / window:.0f},"
-              + " ".join(f"{n}:{t * 100 / hz / window:.0f}" for n, t in top), flush=True)
+        print(f"{time.time():.3f},{others:.0f}," + " ".join(f"{n}:{pct(t):.0f}" for n, t in top),
+              flush=True)
     procs = now
 PY
     OTHERS_PID=$!
