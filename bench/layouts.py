@@ -20,6 +20,10 @@ Layouts:
             moves (reads find request seq at slot seq % cap): what schema version 7 did
   lazy:K    like current, but a full bin evicts nothing until it holds cap + K requests, then
             deletes its oldest K in one statement (reads would hide the surplus)
+  clustered like ring, but with no index: a request's row id is its bin's number (bins get an
+            integer, in the order they were made) times 2^32 plus its slot, so the table itself
+            is ordered by (bin, slot), and a capture's row is found, overwritten or appended by
+            its row id alone
 
 It models the writes only: the random choice of bins is not loadgen's, so absolute figures run
 6-50% above hookbin's (bench/RESULTS.md, 2026-12-03 09:30); compare layouts with each other.
@@ -65,9 +69,17 @@ class Layout:
         self.int_key = name == "intkey"
         self.ring = name == "ring"
         self.lazy = int(name.split(":")[1]) if name.startswith("lazy:") else 0
+        self.clustered = name == "clustered"
         self.key_name = "bin" if self.int_key else "bin_id"
 
+    def row_id(self, num, seq):
+        """The clustered layout's row id of request seq of bin number num."""
+        return (num << 32) | (seq % self.cap)
+
     def schema(self):
+        if self.clustered:
+            return (TEXT_BINS.replace("view_token_hash BLOB)", "view_token_hash BLOB, num INTEGER NOT NULL UNIQUE)")
+                    + "\n" + REQUESTS.split(";")[0].replace("{key}, ", "").replace("{slot}", "") + ";")
         bins = INT_BINS if self.int_key else TEXT_BINS
         key = "bin INTEGER NOT NULL" if self.int_key else "bin_id TEXT NOT NULL"
         return bins + "\n" + REQUESTS.format(
@@ -75,6 +87,8 @@ class Layout:
             slot=", slot INTEGER" if self.ring else "")
 
     def insert_sql(self):
+        if self.clustered:
+            return f"INSERT INTO bin_requests (id, {COLUMNS}) VALUES ({', '.join('?' * 16)})"
         cols = f"{self.key_name}, {COLUMNS}" + (", slot" if self.ring else "")
         return f"INSERT INTO bin_requests ({cols}) VALUES ({', '.join('?' * (len(cols.split(','))))})"
 
@@ -86,11 +100,19 @@ class Layout:
                '{"status":200,"headers":[],"body_size":2,"delay_ms":0}', 1)
         return row + ((seq % self.cap,) if self.ring else ())
 
+    def insert_args(self, key, seq, row):
+        if self.clustered:
+            return (self.row_id(key[0], seq),) + row
+        return (key,) + row
+
     def add_bin(self, conn, num, bin_id):
         if self.int_key:
             conn.execute("INSERT INTO bins (num, id, created_at, expires_at) VALUES (?, ?, ?, ?)",
                          (num, bin_id, NOW, NOW + 3_600_000 + num))
             conn.execute("INSERT INTO bin_tallies (num) VALUES (?)", (num,))
+        elif self.clustered:
+            conn.execute("INSERT INTO bins (id, created_at, expires_at, num) VALUES (?, ?, ?, ?)",
+                         (bin_id, NOW, NOW + 3_600_000 + num, num))
         else:
             conn.execute("INSERT INTO bins (id, created_at, expires_at) VALUES (?, ?, ?)",
                          (bin_id, NOW, NOW + 3_600_000 + num))
@@ -105,6 +127,8 @@ class Layout:
                          "WHERE id = ?", (bin_id,)).fetchone()
 
     def set_counts(self, conn, key, count, last):
+        if self.clustered:
+            key = key[1]
         table, col = ("bin_tallies", "num") if self.int_key else ("bins", "id")
         conn.execute(f"UPDATE {table} SET request_count = ?, last_request_id = ?, bytes_used = ? "
                      f"WHERE {col} = ?", (count, last, count * ROW_BYTES, key))
@@ -113,6 +137,8 @@ class Layout:
         """Row ids of the n requests a full bin overwrites for its next n (seq last + 1...)."""
         if n <= 0:
             return []
+        if self.clustered:  # key is (bin number, text id): the slots are known, nothing is read
+            return [self.row_id(key[0], last + 1 + j) for j in range(n)]
         if self.ring:
             return [conn.execute(f"SELECT id FROM bin_requests WHERE {self.key_name} = ? AND slot = ?",
                                  (key, (last + 1 + j) % self.cap)).fetchone()[0] for j in range(n)]
@@ -149,6 +175,8 @@ def main():
     ids = ["".join(rnd.choice("abcdefghijklmnopqrstuvwxyz0123456789") for _ in range(20))
            for _ in range(a.bins)]
     keys = list(range(1, a.bins + 1)) if layout.int_key else ids
+    if layout.clustered:
+        keys = list(enumerate(ids, 1))
     insert = layout.insert_sql()
     conn.execute("BEGIN")
     for num, bin_id in enumerate(ids, 1):
@@ -157,7 +185,7 @@ def main():
     for seq in range(1, a.fill + 1):
         conn.execute("BEGIN")
         for key in keys:
-            conn.execute(insert, (key,) + layout.row(seq))
+            conn.execute(insert, layout.insert_args(key, seq, layout.row(seq)))
         conn.execute("COMMIT")
     count = [min(a.fill, a.cap)] * a.bins  # a fill beyond the cap is not modelled
     last = [a.fill] * a.bins
@@ -185,7 +213,7 @@ def main():
                 if j < len(overwrite):
                     conn.execute(OVERWRITE, row[:15] + (overwrite[j],))
                 else:
-                    conn.execute(insert, (key,) + row)
+                    conn.execute(insert, layout.insert_args(key, last[i], row))
             count[i] += m - len(overwrite)
             layout.set_counts(conn, key, count[i], last[i])
         conn.execute("COMMIT")
@@ -195,6 +223,7 @@ def main():
     captures = a.commits * a.batch
     total = sum(by_tree.values())
     index_pages = conn.execute("SELECT count(*) FROM dbstat WHERE name = 'bin_requests_by_bin'").fetchone()[0]
+    # (the clustered layout has no such index: 0)
     print(f"{a.layout:8s} bins {a.bins} fill {a.fill} cap {a.cap} batch {a.batch}: "
           f"{total / captures:.3f} frames a capture; the requests' index {index_pages} pages")
     for name, n in by_tree.most_common():
