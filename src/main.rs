@@ -164,7 +164,11 @@ fn serve(args: &hookbin::cli::ServeArgs) -> ExitCode {
     init_tracing(config.log_format);
     // Before any thread and any connection (see the function).
     hookbin::storage::sqlite::install_page_cache();
-    let Some(runtime) = runtime(tokio::runtime::Builder::new_multi_thread()) else {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if let Some(workers) = hookbin::server::main_workers() {
+        builder.worker_threads(workers);
+    }
+    let Some(runtime) = runtime(builder) else {
         return ExitCode::FAILURE;
     };
     let result = runtime.block_on(async {

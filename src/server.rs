@@ -34,6 +34,31 @@ use crate::web::ConnInfo;
 /// How long a graceful stop waits for in-flight requests.
 pub const GRACE: Duration = Duration::from_secs(30);
 
+/// Worker threads of the main runtime (connections, captures, the API and pages): one fewer than
+/// the machine's CPUs, at least one, unless `TOKIO_WORKER_THREADS` says otherwise (then tokio's
+/// own reading of it applies, and this returns `None`).
+///
+/// Why not one per CPU, tokio's default: every capture also runs on the SQLite writer thread,
+/// which needs most of a CPU at full load. On 2 CPUs, two workers beside it cost more than they
+/// bring: a capture's task is woken by the writer from outside the runtime, so it lands on either
+/// worker and its connection's state moves between the CPUs' caches (~200 ns a cache line on a
+/// virtual machine whose CPUs sit far apart). Measured with one worker against two on a 2-CPU
+/// AMD EPYC VM (bench/RESULTS.md, 2026-12-05 19:41): CPU a capture -16% (13.1 against 15.7 us)
+/// and +5% captures/s when the CPUs are far apart, the same CPU and -3% captures/s when near.
+/// Heavy reads (searches, bodies, exports) run on `spawn_blocking` threads either way.
+pub fn main_workers() -> Option<usize> {
+    if std::env::var_os("TOKIO_WORKER_THREADS").is_some() {
+        return None;
+    }
+    let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
+    Some(workers_beside_writer(cpus))
+}
+
+/// [`main_workers`] on a machine with `cpus` CPUs.
+fn workers_beside_writer(cpus: usize) -> usize {
+    cpus.saturating_sub(1).max(1)
+}
+
 pub fn http1_builder(state: &AppState) -> http1::Builder {
     let config = &state.config;
     let mut builder = http1::Builder::new();
@@ -332,6 +357,14 @@ mod tests {
         ] {
             assert!(!is_event_stream(head.as_bytes()), "{head:?}");
         }
+    }
+
+    #[test]
+    fn the_writer_keeps_a_cpu_of_its_own() {
+        assert_eq!(workers_beside_writer(0), 1);
+        assert_eq!(workers_beside_writer(1), 1);
+        assert_eq!(workers_beside_writer(2), 1);
+        assert_eq!(workers_beside_writer(8), 7);
     }
 
     #[test]
