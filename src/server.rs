@@ -38,14 +38,15 @@ pub const GRACE: Duration = Duration::from_secs(30);
 /// the machine's CPUs, at least one, unless `TOKIO_WORKER_THREADS` says otherwise (then tokio's
 /// own reading of it applies, and this returns `None`).
 ///
-/// Why not one per CPU, tokio's default: every capture also runs on the SQLite writer thread,
-/// which needs most of a CPU at full load. On 2 CPUs, two workers beside it cost more than they
-/// bring: a capture's task is woken by the writer from outside the runtime, so it lands on either
+/// Why not one per CPU, tokio's default: every capture also runs on the SQLite writer thread
+/// (a third of a CPU at full load on 2 CPUs). On 2 CPUs, two workers beside it cost more than
+/// they bring: a capture's task is woken by the writer from outside the runtime, so it lands on either
 /// worker and its connection's state moves between the CPUs' caches (~200 ns a cache line on a
 /// virtual machine whose CPUs sit far apart). Measured with one worker against two on a 2-CPU
 /// AMD EPYC VM (bench/RESULTS.md, 2026-12-05 19:41): CPU a capture -16% (13.1 against 15.7 us)
 /// and +5% captures/s when the CPUs are far apart, the same CPU and -3% captures/s when near.
-/// Heavy reads (searches, bodies, exports) run on `spawn_blocking` threads either way.
+/// Database reads, searches and request views run on `spawn_blocking` threads either way; an
+/// export renders its entries here, one at a time between the sends that pace it.
 pub fn main_workers() -> Option<usize> {
     if std::env::var_os("TOKIO_WORKER_THREADS").is_some() {
         return None;
