@@ -40,9 +40,9 @@ pub const GRACE: Duration = Duration::from_secs(30);
 ///
 /// Why not one per CPU, tokio's default: every capture also runs on the SQLite writer thread
 /// (a third of a CPU at full load on 2 CPUs). On 2 CPUs, two workers beside it cost more than
-/// they bring: a capture's task is woken by the writer from outside the runtime, so it lands on either
-/// worker and its connection's state moves between the CPUs' caches (~200 ns a cache line on a
-/// virtual machine whose CPUs sit far apart). Measured with one worker against two on a 2-CPU
+/// they bring: a capture's task is woken by the writer from outside the runtime, so it lands on
+/// either worker and its connection's state moves between the CPUs' caches (~200 ns a cache line
+/// on a virtual machine whose CPUs sit far apart). Measured with one worker against two on a 2-CPU
 /// AMD EPYC VM (bench/RESULTS.md, 2026-12-05 19:41): CPU a capture -16% (13.1 against 15.7 us)
 /// and +5% captures/s when the CPUs are far apart, the same CPU and -3% captures/s when near.
 /// Database reads, searches and request views run on `spawn_blocking` threads either way; an
@@ -51,8 +51,12 @@ pub fn main_workers() -> Option<usize> {
     if std::env::var_os("TOKIO_WORKER_THREADS").is_some() {
         return None;
     }
-    let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
-    Some(workers_beside_writer(cpus))
+    Some(workers_beside_writer(cpus()))
+}
+
+/// The CPUs this process may run on (2 when the system cannot tell).
+fn cpus() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get())
 }
 
 /// [`main_workers`] on a machine with `cpus` CPUs.
@@ -197,9 +201,8 @@ pub const STREAM_NICE: i32 = 19;
 
 impl StreamRuntime {
     pub fn start() -> std::io::Result<StreamRuntime> {
-        let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
         let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(threads)
+            .worker_threads(cpus())
             .thread_name("hookbin-streams")
             .on_thread_start(lower_priority)
             .enable_all()

@@ -18,6 +18,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
+use hookbin_bench_baselines::arg_value;
+
 #[repr(align(128))]
 struct Line(AtomicU32);
 
@@ -87,14 +89,7 @@ fn run(cpus: (usize, usize), iters: u32) -> Option<f64> {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let opt = |name: &str, default: &str| -> String {
-        args.iter()
-            .position(|a| a == name)
-            .and_then(|i| args.get(i + 1))
-            .cloned()
-            .unwrap_or_else(|| default.to_string())
-    };
+    let opt = |name: &str, default: &str| arg_value(name).unwrap_or_else(|| default.to_string());
     let reps: usize = opt("--reps", "3").parse().expect("--reps N");
     let iters: u32 = opt("--iters", "50000").parse().expect("--iters N");
     let cpus = opt("--cpus", "0,1");
