@@ -21,8 +21,14 @@ set -euo pipefail
 # dir, and the helpers that start and stop servers and clean up on exit.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-DURATION=${BENCH_DURATION:-10s}          # per round
+DURATION=${BENCH_DURATION:-10s}          # per server and round
 ROUNDS=${BENCH_ROUNDS:-3}
+# A round gives each server DURATION in slices of SLICE, the servers taking turns slice by slice
+# (sqlite, hookbin, hookbin-bigcap, sqlite, ...), so that the ratios of a round compare servers
+# that ran on the same machine state: on a virtual machine the hypervisor may move the two CPUs
+# near or far apart between one server's 10 s and the next's, which changes every server's rate
+# by up to 2x (bench/RESULTS.md, 2026-12-05 19:41). SLICE >= DURATION: one run a server a round.
+SLICE=${BENCH_SLICE:-2s}
 WARMUP=${BENCH_WARMUP:-2s}               # per server before round 1 (counted in 2xx totals); 0 = none
 CONNS=${BENCH_CONNECTIONS:-50}
 THREADS=${BENCH_THREADS:-2}
@@ -222,6 +228,12 @@ function done(summary, latency, requests)
         summary.requests / (summary.duration / 1e6),
         latency:percentile(50), latency:percentile(90), latency:percentile(99), latency:percentile(99.9),
         latency.max, e.connect, e.read, e.write, e.timeout, e.status))
+    -- The latency histogram, one "HIST microseconds count" line per value seen, in ascending
+    -- order: run.sh adds those of a server's slices up into the round's percentiles.
+    for i = 1, #latency do
+        local v, n = latency(i)
+        io.write(string.format("HIST %d %d\n", v, n))
+    end
 end
 EOF
 # With script arguments: cycles over them as request paths, and counts the requests it starts.
@@ -307,6 +319,36 @@ check_stored() { # SERVER STORED WHAT
     [[ $line != MISMATCH* ]] || say "!!!!!!!! MISMATCH: $server stored count differs from its 2xx count !!!!!!!!"
 }
 
+# Seconds of a duration written as N or Ns.
+secs() {
+    [[ $1 =~ ^([0-9]+)(s?|m)$ ]] || die "not a duration in whole seconds or minutes (10, 10s, 1m): $1"
+    local n=${BASH_REMATCH[1]}
+    [[ ${BASH_REMATCH[2]} == m ]] && n=$((n * 60))
+    say "$n"
+}
+DURATION_S=$(secs "$DURATION")
+SLICE_S=$(secs "$SLICE")
+((DURATION_S > 0 && SLICE_S > 0)) || die "BENCH_DURATION and BENCH_SLICE must be at least 1s"
+((SLICE_S < DURATION_S)) || SLICE_S=$DURATION_S
+N_SLICES=$(((DURATION_S + SLICE_S - 1) / SLICE_S))
+# The length of slice K: the last one takes what is left of DURATION.
+slice_secs() { local left=$((DURATION_S - ($1 - 1) * SLICE_S)); say $((left < SLICE_S ? left : SLICE_S)); }
+# SUM BEFORE AFTER: SUM plus (AFTER - BEFORE), field by field (counter snapshots).
+add_fields() {
+    awk -v s="$1" -v a="$2" -v b="$3" 'BEGIN { n = split(s, x, " "); split(a, y, " "); split(b, z, " ");
+        for (i = 1; i <= n; i++) printf "%s%.0f", (i > 1 ? " " : ""), x[i] + z[i] - y[i]; print "" }'
+}
+# "P50 P99" in microseconds of the latency histograms (HIST lines) of the wrk outputs given, added
+# up; the rank as wrk's own stats_percentile takes it, so one output gives wrk's figures.
+hist_percentiles() {
+    awk '$1 == "HIST" { print $2, $3 }' "$@" | sort -n -k1,1 | awk '{ v[NR] = $1; c[NR] = $2; n += $2 }
+        END { split("50 99", p, " ");
+              for (j = 1; j <= 2; j++) { rank = int(p[j] / 100 * n + 1); t = 0; out = 0
+                  for (i = 1; i <= NR; i++) { t += c[i]; if (t >= rank) { out = v[i]; break } }
+                  printf "%s%d", (j > 1 ? " " : ""), out }
+              print "" }'
+}
+
 # ---------------------------------------------------------------------------------------------
 hr "hookbin benchmark $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
 say "machine:  $(nproc) cores, $(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo 2>/dev/null || true)," \
@@ -316,7 +358,7 @@ say "load:     $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min; other work on the m
 say "disk:     $(disk_speed)"
 say "c2c:      $(c2c_ns) ns core-to-core now (see the rounds' c2c ns column)"
 say "wrk:      $(wrk -v 2>&1 | head -n1 | cut -d' ' -f1-2), -t$THREADS -c$CONNS -d$DURATION x $ROUNDS rounds" \
-    "(+ $WARMUP warm-up), --timeout $WRK_TIMEOUT, 1 KiB JSON POST, same Lua script for all servers"
+    "in ${SLICE_S} s slices (+ $WARMUP warm-up), --timeout $WRK_TIMEOUT, 1 KiB JSON POST, same Lua script for all servers"
 if [[ -z $BODY_FILE ]]; then
     say "body:     json, the goals' 1 KiB JSON (its run of x packs to a fifth; BENCH_BODY=event, random)"
 else
@@ -332,7 +374,7 @@ MEDIANS=()
 
 # ---------------------------------------------------------------------------------------------
 if has "$SECTIONS" throughput; then
-    hr "throughput: POST 1 KiB JSON to one bin, $CONNS connections, $DURATION x $ROUNDS rounds, alternating"
+    hr "throughput: POST 1 KiB JSON to one bin, $CONNS connections, $DURATION x $ROUNDS rounds, servers taking turns every ${SLICE_S} s"
     declare -A URL=()
     for s in $SERVERS; do
         case $s in
@@ -362,40 +404,65 @@ if has "$SECTIONS" throughput; then
 
     declare -A R_RPS=() R_P50=() R_P99=() R_CPU=() R_DISK=() R_WRITE=()
     say ""
-    say "per 2xx answer, from the server process's counters over the round (all its threads):"
+    say "per server and round, its ${N_SLICES} slice(s) together; per 2xx answer, from the server process's"
+    say "counters over them (all its threads):"
     say "  cpu us = utime + stime; disk B = page-cache bytes it dirtied (what goes to disk);"
     say "  write B = bytes it passed to write() (WAL frames, checkpoint copies);"
-    say "  steal % = the machine's CPU time the hypervisor gave other guests during the round"
-    say "  (a few % of it slows that round, whichever server it is; rounds are not comparable then)"
-    say "  c2c ns = the machine's core-to-core latency just before / after the round (bench/baselines"
-    say "  c2c): a virtual machine whose two CPUs sit far apart (~200 ns on an AMD EPYC host, against"
-    say "  ~50) runs every server at about half the rate; rounds at different latencies do not compare"
+    say "  steal % = the machine's CPU time the hypervisor gave other guests during its slices"
+    say "  (a few % of it slows them, whichever server it is)"
+    say "  c2c ns = the lowest / highest of the machine's core-to-core latency taken just before and"
+    say "  after each of its slices (bench/baselines c2c): a virtual machine whose two CPUs sit far"
+    say "  apart (~200 ns on an AMD EPYC host, against ~50) runs every server at up to half the rate;"
+    say "  the servers take turns every slice so that each round's servers see the same placements"
     printf '%-15s %5s %12s %9s %9s %9s %8s %8s %8s %8s %7s %9s\n' server round "req/s" "p50 ms" "p99 ms" "max ms" non2xx \
         "cpu us" "disk B" "write B" "steal %" "c2c ns"
     for ((r = 1; r <= ROUNDS; r++)); do
+        declare -A S_REQ=() S_US=() S_NON=() S_MAX=() S_CNT=() S_TICKS=() S_C2C=()
+        for ((k = 1; k <= N_SLICES; k++)); do
+            for s in $SERVERS; do
+                # The previous slice left up to a gigabyte of dirty pages behind; written back
+                # during this one, they would tax whichever server comes next in the order.
+                sync
+                c2c_before=$(c2c_ns)
+                before=$(proc_counters "$s")
+                machine_before=$(machine_ticks)
+                run_wrk "$s" "$s-r$r-s$k" "$(slice_secs "$k")s" "${URL[$s]}"
+                S_TICKS[$s]=$(add_fields "${S_TICKS[$s]:-0 0}" "$machine_before" "$(machine_ticks)")
+                S_CNT[$s]=$(add_fields "${S_CNT[$s]:-0 0 0}" "$before" "$(proc_counters "$s")")
+                S_C2C[$s]+="$c2c_before $(c2c_ns) "
+                S_REQ[$s]=$((${S_REQ[$s]:-0} + $(field requests "$LAST")))
+                S_US[$s]=$((${S_US[$s]:-0} + $(field duration_us "$LAST")))
+                S_NON[$s]=$((${S_NON[$s]:-0} + $(field non2xx "$LAST")))
+                S_MAX[$s]=$(maxof "${S_MAX[$s]:-0}" "$(field max_us "$LAST")")
+                printf '%s %s %s %s %s %s\n' "$s" "$r" "$k" "$(field rps "$LAST")" "$c2c_before" \
+                    "$(field p99_us "$LAST")" >>"$WORK/slices.txt"
+            done
+        done
         for s in $SERVERS; do
-            # The previous server's round left up to gigabytes of dirty pages; flushed during
-            # this round, they would tax whichever server comes next in the order.
-            sync
-            c2c_before=$(c2c_ns)
-            before=$(proc_counters "$s")
-            machine_before=$(machine_ticks)
-            run_wrk "$s" "$s-r$r" "$DURATION" "${URL[$s]}"
-            steal=$(steal_pct "$machine_before" "$(machine_ticks)")
-            c2c_after=$(c2c_ns)
-            read -r cpu disk write <<<"$(per_capture "$before" "$(proc_counters "$s")" "$(field ok2xx "$LAST")")"
-            R_RPS[$s]+="$(field rps "$LAST") "
-            R_P50[$s]+="$(ms "$(field p50_us "$LAST")") "
-            R_P99[$s]+="$(ms "$(field p99_us "$LAST")") "
+            rps=$(awk -v n="${S_REQ[$s]}" -v us="${S_US[$s]}" 'BEGIN { printf "%.1f", (us > 0 ? n * 1e6 / us : 0) }')
+            read -r p50 p99 <<<"$(hist_percentiles "$WORK"/wrk-"$s"-r"$r"-s*.out)"
+            read -r cpu disk write <<<"$(per_capture "0 0 0" "${S_CNT[$s]}" "$((S_REQ[$s] - S_NON[$s]))")"
+            # shellcheck disable=SC2086
+            c2c="$(printf '%s\n' ${S_C2C[$s]} | grep -v -- - | sort -n | sed -n '1p;$p' | paste -sd/)"
+            R_RPS[$s]+="$rps "
+            R_P50[$s]+="$(ms "$p50") "
+            R_P99[$s]+="$(ms "$p99") "
             R_CPU[$s]+="$cpu "
             R_DISK[$s]+="$disk "
             R_WRITE[$s]+="$write "
-            printf '%-15s %5s %12s %9s %9s %9s %8s %8s %8s %8s %7s %9s\n' "$s" "$r" "$(field rps "$LAST")" \
-                "$(ms "$(field p50_us "$LAST")")" "$(ms "$(field p99_us "$LAST")")" \
-                "$(ms "$(field max_us "$LAST")")" "$(field non2xx "$LAST")" "$cpu" "$disk" "$write" "$steal" \
-                "$c2c_before/$c2c_after"
+            printf '%-15s %5s %12s %9s %9s %9s %8s %8s %8s %8s %7s %9s\n' "$s" "$r" "$rps" "$(ms "$p50")" \
+                "$(ms "$p99")" "$(ms "${S_MAX[$s]}")" "${S_NON[$s]}" "$cpu" "$disk" "$write" \
+                "$(steal_pct "0 0" "${S_TICKS[$s]}")" "${c2c:--}"
         done
     done
+    if ((N_SLICES > 1)); then
+        say ""
+        say "per slice, req/s (c2c ns before it); a slice's servers ran back to back:"
+        awk '{ k = $2 "." $3; if (!(k in seen)) { seen[k] = 1; order[++n] = k }
+               line[k] = line[k] sprintf("  %s %s (%s)", $1, $4, $5) }
+             END { for (i = 1; i <= n; i++) { split(order[i], rk, "."); printf "round %s slice %s:%s\n", rk[1], rk[2], line[order[i]] } }' \
+            "$WORK/slices.txt"
+    fi
 
     say ""
     say "medians over $ROUNDS rounds:"
