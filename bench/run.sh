@@ -258,6 +258,25 @@ EOF
 declare -A TOT_SENT=() TOT_2XX=() TOT_NON=() TOT_ERR=()
 LAST=""   # the BENCH line of the last run_wrk
 
+# The CPU time of this script's waited-for children so far (`times`, run in this shell: a command
+# substitution's subshell would see only its own children), in ticks; WRK_TICKS = what it grew by
+# since the last call, which run_wrk makes right after waiting for wrk.
+CHILD_TICKS=0
+WRK_TICKS=0
+wrk_cpu_ticks() {
+    times >"$WORK/times"
+    local now
+    now=$(awk -v hz="$TICKS" 'NR == 2 { t = 0; for (i = 1; i <= 2; i++) { split($i, x, /[ms]/);
+        t += x[1] * 60 + x[2] } printf "%.0f", t * hz }' "$WORK/times")
+    WRK_TICKS=$((now - CHILD_TICKS))
+    CHILD_TICKS=$now
+}
+# OTHER_TICKS as a percentage of the machine's CPU time in TICKS ("TOTAL STEAL", machine_ticks).
+other_pct() { awk -v o="$1" -v t="$2" 'BEGIN { split(t, x, " "); printf "%.1f\n", (x[1] > 0 ? 100 * o / x[1] : 0) }'; }
+# The machine's busy CPU time so far, every CPU (user, nice, system, irq, softirq: not idle,
+# iowait or steal), in ticks.
+busy_ticks() { awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8; exit }' /proc/stat; }
+
 run_wrk() { # SERVER LABEL DURATION URL [PATHS...]
     local server=$1 label=$2 dur=$3 url=$4; shift 4
     local out=$WORK/wrk-$label.out args=() script=$BODY_LUA
@@ -269,6 +288,7 @@ run_wrk() { # SERVER LABEL DURATION URL [PATHS...]
     local rc=0
     wait "${BG_PIDS[0]}" || rc=$?
     BG_PIDS=()
+    wrk_cpu_ticks
     if ((rc != 0)); then
         cat "$out" >&2
         die "wrk failed against $server ($label): exit status $rc"
@@ -410,14 +430,16 @@ if has "$SECTIONS" throughput; then
     say "  write B = bytes it passed to write() (WAL frames, checkpoint copies);"
     say "  steal % = the machine's CPU time the hypervisor gave other guests during its slices"
     say "  (a few % of it slows them, whichever server it is)"
+    say "  other % = the machine's CPU time during its slices that was neither the server's nor wrk's"
+    say "  (kernel writeback, another server's background work, other programs); 50% = one CPU"
     say "  c2c ns = the lowest / highest of the machine's core-to-core latency taken just before and"
     say "  after each of its slices (bench/baselines c2c): a virtual machine whose two CPUs sit far"
     say "  apart (~200 ns on an AMD EPYC host, against ~50) runs every server at up to half the rate;"
     say "  the servers take turns every slice so that each round's servers see the same placements"
-    printf '%-15s %5s %12s %9s %9s %9s %8s %8s %8s %8s %7s %9s\n' server round "req/s" "p50 ms" "p99 ms" "max ms" non2xx \
-        "cpu us" "disk B" "write B" "steal %" "c2c ns"
+    printf '%-15s %5s %12s %9s %9s %9s %8s %8s %8s %8s %7s %7s %9s\n' server round "req/s" "p50 ms" "p99 ms" "max ms" non2xx \
+        "cpu us" "disk B" "write B" "steal %" "other %" "c2c ns"
     for ((r = 1; r <= ROUNDS; r++)); do
-        declare -A S_REQ=() S_US=() S_NON=() S_MAX=() S_CNT=() S_TICKS=() S_C2C=()
+        declare -A S_REQ=() S_US=() S_NON=() S_MAX=() S_CNT=() S_TICKS=() S_C2C=() S_OTHER=()
         for ((k = 1; k <= N_SLICES; k++)); do
             for s in $SERVERS; do
                 # The previous slice left up to a gigabyte of dirty pages behind; written back
@@ -426,9 +448,16 @@ if has "$SECTIONS" throughput; then
                 c2c_before=$(c2c_ns)
                 before=$(proc_counters "$s")
                 machine_before=$(machine_ticks)
+                busy_before=$(busy_ticks)
+                wrk_cpu_ticks   # (children before wrk: sync, c2c)
                 run_wrk "$s" "$s-r$r-s$k" "$(slice_secs "$k")s" "${URL[$s]}"
+                busy=$(($(busy_ticks) - busy_before))
                 S_TICKS[$s]=$(add_fields "${S_TICKS[$s]:-0 0}" "$machine_before" "$(machine_ticks)")
-                S_CNT[$s]=$(add_fields "${S_CNT[$s]:-0 0 0}" "$before" "$(proc_counters "$s")")
+                after=$(proc_counters "$s")
+                S_CNT[$s]=$(add_fields "${S_CNT[$s]:-0 0 0}" "$before" "$after")
+                # Busy time of the machine that was neither the server's nor wrk's: kernel
+                # threads (writeback), another server's background work, other programs.
+                S_OTHER[$s]=$((${S_OTHER[$s]:-0} + busy - (${after%% *} - ${before%% *}) - WRK_TICKS))
                 S_C2C[$s]+="$c2c_before $(c2c_ns) "
                 S_REQ[$s]=$((${S_REQ[$s]:-0} + $(field requests "$LAST")))
                 S_US[$s]=$((${S_US[$s]:-0} + $(field duration_us "$LAST")))
@@ -450,9 +479,9 @@ if has "$SECTIONS" throughput; then
             R_CPU[$s]+="$cpu "
             R_DISK[$s]+="$disk "
             R_WRITE[$s]+="$write "
-            printf '%-15s %5s %12s %9s %9s %9s %8s %8s %8s %8s %7s %9s\n' "$s" "$r" "$rps" "$(ms "$p50")" \
+            printf '%-15s %5s %12s %9s %9s %9s %8s %8s %8s %8s %7s %7s %9s\n' "$s" "$r" "$rps" "$(ms "$p50")" \
                 "$(ms "$p99")" "$(ms "${S_MAX[$s]}")" "${S_NON[$s]}" "$cpu" "$disk" "$write" \
-                "$(steal_pct "0 0" "${S_TICKS[$s]}")" "${c2c:--}"
+                "$(steal_pct "0 0" "${S_TICKS[$s]}")" "$(other_pct "${S_OTHER[$s]}" "${S_TICKS[$s]}")" "${c2c:--}"
         done
     done
     if ((N_SLICES > 1)); then
