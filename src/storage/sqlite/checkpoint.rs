@@ -104,10 +104,16 @@ const fn wal_bytes(frames: i64) -> u64 {
     WAL_HEADER + frames as u64 * (DB_PAGE + FRAME_HEADER)
 }
 /// How long the WAL stays unchanged, every frame copied, before the writer is asked to truncate
-/// it (see the module docs). The kernel drops page cache left alone for about a minute; a
-/// truncation costs the writer an `ftruncate` (5-7 ms measured with online discard), so not at
-/// every short pause.
-pub const IDLE_TRUNCATE: Duration = Duration::from_secs(5);
+/// it (see the module docs): half the age at which the kernel drops page cache left alone (these
+/// machines' DAMON pages out file pages idle for 60 s), so that it is cut before that happens.
+/// Not sooner: besides the `ftruncate` (5-7 ms measured with online discard), a cut WAL grows
+/// again from nothing in the next burst, file blocks allocated anew beside the database's own
+/// growth, and that costs the writer more each time. With 5 s, a server taking 2 s turns with
+/// five others (`bench/run.sh`, a pause of ~12 s) cut its WAL before every turn, and without
+/// eviction its CPU a capture went from 14.8-17.5 us in the first round to 18.8-21.6 in the
+/// later ones, 0.73-0.86x the storage ceiling's rate; never cut, 15.7-17.7 us in every round
+/// (bench/RESULTS.md, 2026-12-05 22:10).
+pub const IDLE_TRUNCATE: Duration = Duration::from_secs(30);
 
 /// The WAL's size in frames after the writer's last commit, as SQLite's WAL hook reports it.
 ///
