@@ -463,6 +463,8 @@ if has "$SECTIONS" throughput; then
                 S_US[$s]=$((${S_US[$s]:-0} + $(field duration_us "$LAST")))
                 S_NON[$s]=$((${S_NON[$s]:-0} + $(field non2xx "$LAST")))
                 S_MAX[$s]=$(maxof "${S_MAX[$s]:-0}" "$(field max_us "$LAST")")
+                # Kept with BENCH_KEEP=1: server, round, slice, req/s, c2c before, p99 us (which
+                # slice held a stall).
                 printf '%s %s %s %s %s %s\n' "$s" "$r" "$k" "$(field rps "$LAST")" "$c2c_before" \
                     "$(field p99_us "$LAST")" >>"$WORK/slices.txt"
             done
