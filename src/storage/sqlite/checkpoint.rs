@@ -112,7 +112,8 @@ const fn wal_bytes(frames: i64) -> u64 {
 /// five others (`bench/run.sh`, a pause of ~12 s) cut its WAL before every turn, and without
 /// eviction its CPU a capture went from 14.8-17.5 us in the first round to 18.8-21.6 in the
 /// later ones, 0.73-0.86x the storage ceiling's rate; never cut, 15.7-17.7 us in every round
-/// (bench/RESULTS.md, 2026-12-05 22:10).
+/// (bench/RESULTS.md, 2026-12-05 22:10). In those runs the ceiling's own CPU a capture rose
+/// instead (12.3-14.1 to 15.5-18.7 us): part of the cost is the machine's, and it moves.
 pub const IDLE_TRUNCATE: Duration = Duration::from_secs(30);
 
 /// The WAL's size in frames after the writer's last commit, as SQLite's WAL hook reports it.
