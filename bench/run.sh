@@ -260,7 +260,8 @@ LAST=""   # the BENCH line of the last run_wrk
 
 # The CPU time of this script's waited-for children so far (`times`, run in this shell: a command
 # substitution's subshell would see only its own children), in ticks; WRK_TICKS = what it grew by
-# since the last call, which run_wrk makes right after waiting for wrk.
+# since the last call. run_wrk calls it just before starting wrk and right after waiting for it,
+# so after run_wrk WRK_TICKS is that wrk's CPU time.
 CHILD_TICKS=0
 WRK_TICKS=0
 wrk_cpu_ticks() {
@@ -281,6 +282,7 @@ run_wrk() { # SERVER LABEL DURATION URL [PATHS...]
     local server=$1 label=$2 dur=$3 url=$4; shift 4
     local out=$WORK/wrk-$label.out args=() script=$BODY_LUA
     (($# > 0)) && args=(-- "$@") && script=$PATHS_LUA
+    wrk_cpu_ticks   # (the children before it: sync, c2c, curl)
     # In the background so that a signal to this script is handled at once (cleanup stops wrk).
     wrk -t"$THREADS" -c"$CONNS" -d"$dur" --timeout "$WRK_TIMEOUT" --latency -s "$script" "$url" \
         "${args[@]}" >"$out" 2>&1 &
@@ -339,7 +341,7 @@ check_stored() { # SERVER STORED WHAT
     [[ $line != MISMATCH* ]] || say "!!!!!!!! MISMATCH: $server stored count differs from its 2xx count !!!!!!!!"
 }
 
-# Seconds of a duration written as N or Ns.
+# Seconds of a duration written as N, Ns or Nm.
 secs() {
     [[ $1 =~ ^([0-9]+)(s?|m)$ ]] || die "not a duration in whole seconds or minutes (10, 10s, 1m): $1"
     local n=${BASH_REMATCH[1]}
@@ -449,7 +451,6 @@ if has "$SECTIONS" throughput; then
                 before=$(proc_counters "$s")
                 machine_before=$(machine_ticks)
                 busy_before=$(busy_ticks)
-                wrk_cpu_ticks   # (children before wrk: sync, c2c)
                 run_wrk "$s" "$s-r$r-s$k" "$(slice_secs "$k")s" "${URL[$s]}"
                 busy=$(($(busy_ticks) - busy_before))
                 S_TICKS[$s]=$(add_fields "${S_TICKS[$s]:-0 0}" "$machine_before" "$(machine_ticks)")
