@@ -341,6 +341,20 @@ check_stored() { # SERVER STORED WHAT
     [[ $line != MISMATCH* ]] || say "!!!!!!!! MISMATCH: $server stored count differs from its 2xx count !!!!!!!!"
 }
 
+# Writes out what the sections before left dirty in the page cache, and says how much and how
+# long it took. The throughput section ends with ~950 MB dirty (its servers' last slices and
+# shutdown checkpoints; measured 2026-12-06, /proc/meminfo Dirty), which the kernel writes back
+# 30 s later (vm.dirty_expire_centisecs): with the reap's fill and waits, inside the reap's first
+# slice, where it once cost 56 ms of capture p99 with nothing reaped yet. A section measures its
+# own server, so each starts from a written-out page cache.
+settle_disk() {
+    local dirty t0
+    dirty=$(awk '/^Dirty:/ { print $2 }' /proc/meminfo)
+    t0=$(date +%s.%N)
+    sync
+    say "sync before this section: $(awk -v k="$dirty" 'BEGIN { printf "%.1f", k / 1024 }') MiB dirty, written in $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s"
+}
+
 # Seconds of a duration written as N, Ns or Nm.
 secs() {
     [[ $1 =~ ^([0-9]+)(s?|m)$ ]] || die "not a duration in whole seconds or minutes (10, 10s, 1m): $1"
@@ -619,6 +633,7 @@ fi
 # ---------------------------------------------------------------------------------------------
 if has "$SECTIONS" page; then
     hr "bin page: GET /bins/{bin} of a bin holding 1000 requests, $PAGE_REQUESTS sequential requests"
+    settle_disk
     start_hookbin hookbin-page "$WORK/hookbin-page.db"
     addr=${ADDR[hookbin-page]}
     bin=$(create_bin "$addr")
@@ -665,6 +680,7 @@ fi
 if has "$SECTIONS" reap; then
     total=$((REAP_BINS * REAP_PER_BIN))
     hr "reaper under load: $REAP_BINS expired bins x $REAP_PER_BIN requests deleted while capturing"
+    settle_disk
     # --max-bins-per-minute 0: the test creates $((REAP_BINS + 1)) bins from one address at once.
     start_hookbin hookbin-reap "$WORK/hookbin-reap.db" --reap-interval 1s --bin-ttl 1h --max-requests-per-bin "$REAP_PER_BIN" \
         --max-bins-per-minute 0
@@ -840,6 +856,7 @@ fi
 # ---------------------------------------------------------------------------------------------
 if has "$SECTIONS" search; then
     hr "search: GET /api/bins/{bin}/requests?q=... over 1000 requests of 10 KiB, $SEARCH_REQUESTS per query"
+    settle_disk
     start_hookbin hookbin-search "$WORK/hookbin-search.db"
     addr=${ADDR[hookbin-search]}
     bin=$(create_bin "$addr")
