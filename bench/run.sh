@@ -156,6 +156,23 @@ metric_sum() {
     done
 }
 
+# hookbin's own capture latency histogram (hookbin_capture_duration_seconds: from the handler's
+# start to the commit) as "LE:COUNT ..." cumulative buckets, or "" when the server has none.
+capture_buckets() {
+    metrics "$1" | awk '$1 ~ /^hookbin_capture_duration_seconds_bucket\{le="/ {
+        le = $1; sub(/.*le="/, "", le); sub(/".*/, "", le); printf "%s%s:%s", sep, le, $NF; sep = " " }'
+}
+# The bucket bound (ms) under which 99% of the captures between two capture_buckets readings
+# fell: "<= 2.5", "> 10000" past the last bound, "-" without both readings or captures.
+bucket_p99() {
+    awk -v a="$1" -v b="$2" 'BEGIN { n = split(b, y, " "); if (n == 0 || split(a, x, " ") != n) { print "-"; exit }
+        for (i = 1; i <= n; i++) { split(x[i], p, ":"); split(y[i], q, ":"); le[i] = p[1]; c[i] = q[2] - p[2] }
+        total = c[n]; if (total <= 0) { print "-"; exit }
+        for (i = 1; i <= n; i++) if (c[i] >= 0.99 * total) {
+            if (le[i] == "+Inf") { printf "> %g\n", le[i - 1] * 1000 } else { printf "<= %g\n", le[i] * 1000 }
+            exit } }'
+}
+
 # Metric names as in src/metrics.rs. Both counters are bumped after the commit (captured) or
 # after each reaping step (reaped: requests as they go, a bin once its last request is gone), so
 # they are exact at the moments they are read here.
@@ -748,15 +765,17 @@ if has "$SECTIONS" reap; then
     start_others_monitor "$OTHERS" 3600 "$$"
     say ""
     say "the same load before any bin expires (no reap), ${REAP_SLICE} s slices:"
-    printf '%8s %10s %9s %9s %9s %9s\n' t "req/s" "p50 ms" "p99 ms" "p99.9 ms" "max ms"
+    printf '%8s %10s %9s %9s %9s %9s %9s\n' t "req/s" "p50 ms" "p99 ms" "p99.9 ms" "max ms" "handler"
     base_p99=()
     for ((i = 1; i <= REAP_BASE_SLICES; i++)); do
         lt "$(secs_left)" "$((REAP_SLICE + 1))" && break
         t=$(awk -v e="$expiry" -v n="$(date +%s.%N)" 'BEGIN { printf "%+.1f", n - e }')
+        buckets_before=$(capture_buckets "$addr")
         run_wrk hookbin-reap "reap-base-$i" "${REAP_SLICE}s" "http://$addr/r/$load"
+        handler=$(bucket_p99 "$buckets_before" "$(capture_buckets "$addr")")
         base_p99+=("$(ms "$(field p99_us "$LAST")")")
-        printf '%8s %10s %9s %9s %9s %9s\n' "$t" "$(field rps "$LAST")" "$(ms "$(field p50_us "$LAST")")" \
-            "${base_p99[-1]}" "$(ms "$(field p999_us "$LAST")")" "$(ms "$(field max_us "$LAST")")"
+        printf '%8s %10s %9s %9s %9s %9s %9s\n' "$t" "$(field rps "$LAST")" "$(ms "$(field p50_us "$LAST")")" \
+            "${base_p99[-1]}" "$(ms "$(field p999_us "$LAST")")" "$(ms "$(field max_us "$LAST")")" "$handler"
     done
     if ((${#base_p99[@]} > 0)); then
         base=$(median "${base_p99[@]}")
@@ -772,12 +791,16 @@ if has "$SECTIONS" reap; then
     say ""
     say "capture load on a fresh bin in ${REAP_SLICE} s slices (t = seconds since the first old bin expired;"
     say "the reaped counters move after each reaping step; a bin counts once its last request is gone):"
-    printf '%8s %10s %9s %9s %9s %9s  %s\n' t "req/s" "p50 ms" "p99 ms" "p99.9 ms" "max ms" "reap progress"
-    slice_p99=(); slice_max=(); slice_froze=(); slice_others=(); done_after=-1
+    say "(handler p99: the bucket of hookbin's own capture latency, handler start to commit, that"
+    say "holds 99% of the slice's captures: a p99 far above it was spent outside the handler)"
+    printf '%8s %10s %9s %9s %9s %9s %9s  %s\n' t "req/s" "p50 ms" "p99 ms" "p99.9 ms" "max ms" "handler" "reap progress"
+    slice_p99=(); slice_max=(); slice_froze=(); slice_others=(); slice_handler=(); done_after=-1
     for ((i = 1; i <= REAP_MAX_SLICES; i++)); do
         t=$(awk -v e="$expiry" -v n="$(date +%s.%N)" 'BEGIN { printf "%+.1f", n - e }')
+        buckets_before=$(capture_buckets "$addr")
         slice_start=$(date +%s.%N)
         run_wrk hookbin-reap "reap-load-$i" "${REAP_SLICE}s" "http://$addr/r/$load"
+        slice_handler+=("$(bucket_p99 "$buckets_before" "$(capture_buckets "$addr")")")
         read -r froze longest <<<"$(freezes_between "$FREEZES" "$slice_start" "$(date +%s.%N)")"
         slice_froze+=("$longest")
         read -r bursts busiest names <<<"$(others_between "$OTHERS" "$slice_start" "$(date +%s.%N)")"
@@ -796,8 +819,8 @@ if has "$SECTIONS" reap; then
         fi
         ((froze == 0)) || progress+="; the machine froze ${froze}x, the longest $longest ms"
         ((bursts == 0)) || progress+="; other programs took >= 25% of a core in $bursts x 0.25 s (up to $busiest%: $names)"
-        printf '%8s %10s %9s %9s %9s %9s  %s\n' "$t" "$(field rps "$LAST")" "$(ms "$(field p50_us "$LAST")")" \
-            "${slice_p99[-1]}" "$(ms "$(field p999_us "$LAST")")" "${slice_max[-1]}" "$progress"
+        printf '%8s %10s %9s %9s %9s %9s %9s  %s\n' "$t" "$(field rps "$LAST")" "$(ms "$(field p50_us "$LAST")")" \
+            "${slice_p99[-1]}" "$(ms "$(field p999_us "$LAST")")" "${slice_max[-1]}" "${slice_handler[-1]}" "$progress"
         # Stop one slice after the reap completed (and not before the expiry instant has passed).
         if ((done_after > 0 && i > done_after)); then break; fi
         if [[ -z ${rname:-} ]] && ((i * REAP_SLICE >= REAP_LEAD + 20)); then break; fi
@@ -825,6 +848,9 @@ if has "$SECTIONS" reap; then
     for ((k = 0; k < ${#slice_p99[@]}; k++)); do
         if [[ ${slice_p99[k]} == "$worst" ]] && ! le "${slice_froze[k]}" 0; then
             worst_held="; that slice held a freeze of the whole machine of ${slice_froze[k]} ms"
+        fi
+        if [[ ${slice_p99[k]} == "$worst" && ${slice_handler[k]} != - ]]; then
+            worst_held+="; hookbin's own capture latency (handler to commit) in that slice: p99 ${slice_handler[k]} ms"
         fi
         read -r bursts busiest names <<<"${slice_others[k]}"
         if [[ ${slice_p99[k]} == "$worst" ]] && ((bursts > 0)); then
