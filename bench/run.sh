@@ -173,6 +173,33 @@ bucket_p99() {
             exit } }'
 }
 
+# Every thread of the PIDs as "PID TID COMM RUN_NS WAIT_NS" lines: the time it ran on a CPU and
+# the time it waited, runnable, for one (/proc/PID/task/TID/schedstat). Shell builtins only: no
+# process per thread (a sampler that forked ~20 processes a second moved the figures it read,
+# bench/RESULTS.md 2026-12-06 01:33).
+sched_snapshot() {
+    local p t comm run wait _
+    for p in "$@"; do
+        for t in /proc/"$p"/task/*; do
+            { read -r comm <"$t/comm" && read -r run wait _ <"$t/schedstat"; } 2>/dev/null || continue
+            printf '%s %s %s %s %s\n' "$p" "${t##*/}" "${comm// /_}" "$run" "$wait"
+        done
+    done
+}
+# What two sched_snapshot readings of a wrk run and a hookbin say, in ms run/wait: each wrk
+# thread that sends (not its main thread), then hookbin's tokio workers (together) and its writer. A wrk
+# thread that waited far longer than the other was starved of CPU, and its connections' answers
+# sat unread: latency that wrk counts and hookbin never saw.
+sched_delta() { # BEFORE AFTER WRK_PID
+    awk -v wrk="$3" 'NR == FNR { run[$2] = $4; wait[$2] = $5; next }
+        ($2 in run) { r = ($4 - run[$2]) / 1e6; w = ($5 - wait[$2]) / 1e6
+            if ($1 == wrk && $2 != wrk) wrk_s = wrk_s sprintf("%s%.0f/%.0f", (wrk_s == "" ? "" : " "), r, w)
+            else if ($1 != wrk && $3 ~ /^tokio-/) { wr += r; ww += w; nw++ }
+            else if ($1 != wrk && $3 == "hookbin-writer") { sr = r; sw = w } }
+        END { printf "%s | %s | %s\n", (wrk_s == "" ? "-" : wrk_s), (nw ? sprintf("%.0f/%.0f", wr, ww) : "-"),
+                (sr != "" ? sprintf("%.0f/%.0f", sr, sw) : "-") }' "$1" "$2"
+}
+
 # Metric names as in src/metrics.rs. Both counters are bumped after the commit (captured) or
 # after each reaping step (reaped: requests as they go, a bin once its last request is gone), so
 # they are exact at the moments they are read here.
@@ -304,9 +331,27 @@ run_wrk() { # SERVER LABEL DURATION URL [PATHS...]
     wrk -t"$THREADS" -c"$CONNS" -d"$dur" --timeout "$WRK_TIMEOUT" --latency -s "$script" "$url" \
         "${args[@]}" >"$out" 2>&1 &
     BG_PIDS=("$!")
+    # With SCHED_OF=PID (the server's), scheduler times of wrk's and the server's threads from
+    # just after wrk starts to just before it ends (sched_delta reads them): SCHED_LAST.
+    local sched=""
+    if [[ -n ${SCHED_OF:-} ]]; then
+        local secs=${dur%s} wpid=${BG_PIDS[0]}
+        (
+            sleep 0.05
+            sched_snapshot "$wpid" "$SCHED_OF" >"$out.sched0"
+            sleep "$(awk -v d="$secs" 'BEGIN { printf "%.2f", (d > 0.4 ? d - 0.2 : 0.1) }')"
+            sched_snapshot "$wpid" "$SCHED_OF" >"$out.sched1"
+        ) &
+        sched=$!
+    fi
     local rc=0
     wait "${BG_PIDS[0]}" || rc=$?
     BG_PIDS=()
+    SCHED_LAST="- | - | -"
+    if [[ -n $sched ]]; then
+        wait "$sched" 2>/dev/null || true
+        [[ -s $out.sched0 && -s $out.sched1 ]] && SCHED_LAST=$(sched_delta "$out.sched0" "$out.sched1" "$wpid")
+    fi
     wrk_cpu_ticks
     if ((rc != 0)); then
         cat "$out" >&2
@@ -765,8 +810,9 @@ if has "$SECTIONS" reap; then
     start_others_monitor "$OTHERS" 3600 "$$"
     say ""
     say "the same load before any bin expires (no reap), ${REAP_SLICE} s slices:"
-    printf '%8s %10s %9s %9s %9s %9s %9s\n' t "req/s" "p50 ms" "p99 ms" "p99.9 ms" "max ms" "handler"
+    printf '%8s %10s %9s %9s %9s %9s %9s  %-30s\n' t "req/s" "p50 ms" "p99 ms" "p99.9 ms" "max ms" "handler" "wrk | worker | writer"
     base_p99=()
+    SCHED_OF=${PID[hookbin-reap]}
     for ((i = 1; i <= REAP_BASE_SLICES; i++)); do
         lt "$(secs_left)" "$((REAP_SLICE + 1))" && break
         t=$(awk -v e="$expiry" -v n="$(date +%s.%N)" 'BEGIN { printf "%+.1f", n - e }')
@@ -774,8 +820,8 @@ if has "$SECTIONS" reap; then
         run_wrk hookbin-reap "reap-base-$i" "${REAP_SLICE}s" "http://$addr/r/$load"
         handler=$(bucket_p99 "$buckets_before" "$(capture_buckets "$addr")")
         base_p99+=("$(ms "$(field p99_us "$LAST")")")
-        printf '%8s %10s %9s %9s %9s %9s %9s\n' "$t" "$(field rps "$LAST")" "$(ms "$(field p50_us "$LAST")")" \
-            "${base_p99[-1]}" "$(ms "$(field p999_us "$LAST")")" "$(ms "$(field max_us "$LAST")")" "$handler"
+        printf '%8s %10s %9s %9s %9s %9s %9s  %-30s\n' "$t" "$(field rps "$LAST")" "$(ms "$(field p50_us "$LAST")")" \
+            "${base_p99[-1]}" "$(ms "$(field p999_us "$LAST")")" "$(ms "$(field max_us "$LAST")")" "$handler" "$SCHED_LAST"
     done
     if ((${#base_p99[@]} > 0)); then
         base=$(median "${base_p99[@]}")
@@ -792,15 +838,19 @@ if has "$SECTIONS" reap; then
     say "capture load on a fresh bin in ${REAP_SLICE} s slices (t = seconds since the first old bin expired;"
     say "the reaped counters move after each reaping step; a bin counts once its last request is gone):"
     say "(handler p99: the bucket of hookbin's own capture latency, handler start to commit, that"
-    say "holds 99% of the slice's captures: a p99 far above it was spent outside the handler)"
-    printf '%8s %10s %9s %9s %9s %9s %9s  %s\n' t "req/s" "p50 ms" "p99 ms" "p99.9 ms" "max ms" "handler" "reap progress"
-    slice_p99=(); slice_max=(); slice_froze=(); slice_others=(); slice_handler=(); done_after=-1
+    say "holds 99% of the slice's captures: a p99 far above it was spent outside the handler;"
+    say "wrk | worker | writer: ms each thread ran / waited for a CPU in the slice: wrk's two threads,"
+    say "hookbin's tokio worker and its writer: a wrk thread that waited far more than it ran was"
+    say "starved, and the answers to its connections sat unread, counted by wrk, not by hookbin)"
+    printf '%8s %10s %9s %9s %9s %9s %9s  %-30s  %s\n' t "req/s" "p50 ms" "p99 ms" "p99.9 ms" "max ms" "handler" "wrk | worker | writer" "reap progress"
+    slice_p99=(); slice_max=(); slice_froze=(); slice_others=(); slice_handler=(); slice_sched=(); done_after=-1
     for ((i = 1; i <= REAP_MAX_SLICES; i++)); do
         t=$(awk -v e="$expiry" -v n="$(date +%s.%N)" 'BEGIN { printf "%+.1f", n - e }')
         buckets_before=$(capture_buckets "$addr")
         slice_start=$(date +%s.%N)
         run_wrk hookbin-reap "reap-load-$i" "${REAP_SLICE}s" "http://$addr/r/$load"
         slice_handler+=("$(bucket_p99 "$buckets_before" "$(capture_buckets "$addr")")")
+        slice_sched+=("$SCHED_LAST")
         read -r froze longest <<<"$(freezes_between "$FREEZES" "$slice_start" "$(date +%s.%N)")"
         slice_froze+=("$longest")
         read -r bursts busiest names <<<"$(others_between "$OTHERS" "$slice_start" "$(date +%s.%N)")"
@@ -819,14 +869,15 @@ if has "$SECTIONS" reap; then
         fi
         ((froze == 0)) || progress+="; the machine froze ${froze}x, the longest $longest ms"
         ((bursts == 0)) || progress+="; other programs took >= 25% of a core in $bursts x 0.25 s (up to $busiest%: $names)"
-        printf '%8s %10s %9s %9s %9s %9s %9s  %s\n' "$t" "$(field rps "$LAST")" "$(ms "$(field p50_us "$LAST")")" \
-            "${slice_p99[-1]}" "$(ms "$(field p999_us "$LAST")")" "${slice_max[-1]}" "${slice_handler[-1]}" "$progress"
+        printf '%8s %10s %9s %9s %9s %9s %9s  %-30s  %s\n' "$t" "$(field rps "$LAST")" "$(ms "$(field p50_us "$LAST")")" \
+            "${slice_p99[-1]}" "$(ms "$(field p999_us "$LAST")")" "${slice_max[-1]}" "${slice_handler[-1]}" "$SCHED_LAST" "$progress"
         # Stop one slice after the reap completed (and not before the expiry instant has passed).
         if ((done_after > 0 && i > done_after)); then break; fi
         if [[ -z ${rname:-} ]] && ((i * REAP_SLICE >= REAP_LEAD + 20)); then break; fi
     done
 
     kill "$FREEZE_PID" "$OTHERS_PID" 2>/dev/null || true
+    SCHED_OF=""
     gone=0
     for id in "${ids[@]}"; do [[ $(bin_count "$addr" "$id") == gone ]] && gone=$((gone + 1)); done
     say "old bins answering 404 on GET /api/bins/{id}: $gone/$REAP_BINS"
@@ -845,18 +896,24 @@ if has "$SECTIONS" reap; then
     # What the worst slice held (a freeze of the machine, other programs' bursts of CPU): said
     # beside the verdict, which stands.
     worst_held=""
-    for ((k = 0; k < ${#slice_p99[@]}; k++)); do
-        if [[ ${slice_p99[k]} == "$worst" ]] && ! le "${slice_froze[k]}" 0; then
+    # The first slice with the worst p99 (two slices can tie: each was said once per tie before
+    # 2026-12-06).
+    for ((k = 0; k < ${#slice_p99[@]}; k++)); do [[ ${slice_p99[k]} == "$worst" ]] && break; done
+    if ((k < ${#slice_p99[@]})); then
+        if ! le "${slice_froze[k]}" 0; then
             worst_held="; that slice held a freeze of the whole machine of ${slice_froze[k]} ms"
         fi
-        if [[ ${slice_p99[k]} == "$worst" && ${slice_handler[k]} != - ]]; then
+        if [[ ${slice_handler[k]} != - ]]; then
             worst_held+="; hookbin's own capture latency (handler to commit) in that slice: p99 ${slice_handler[k]} ms"
         fi
+        if [[ ${slice_sched[k]} != "- | - | -" ]]; then
+            worst_held+="; ms run/wait of wrk's threads | hookbin's worker | writer: ${slice_sched[k]}"
+        fi
         read -r bursts busiest names <<<"${slice_others[k]}"
-        if [[ ${slice_p99[k]} == "$worst" ]] && ((bursts > 0)); then
+        if ((bursts > 0)); then
             worst_held+="; in that slice other programs took >= 25% of a core in $bursts x 0.25 s (up to $busiest%: $names)"
         fi
-    done
+    fi
     HWM_KB[hookbin-reap]=$(hwm_kb hookbin-reap)
     stop_server hookbin-reap
     if command -v sqlite3 >/dev/null; then
