@@ -188,9 +188,8 @@ bucket_over() { # BEFORE AFTER P99_MS
 
 # Every thread of the PIDs as "PID TID COMM RUN_NS WAIT_NS RUNS" lines: the time it ran on a CPU,
 # the time it waited, runnable, for one, and how many times it was given one
-# (/proc/PID/task/TID/schedstat). Shell builtins only: no
-# process per thread (a sampler that forked ~20 processes a second moved the figures it read,
-# bench/RESULTS.md 2026-12-06 01:33).
+# (/proc/PID/task/TID/schedstat). Shell builtins only, no process per thread: a sampler that
+# forked ~20 processes a second moved the figures it read (bench/RESULTS.md 2026-12-06 01:33).
 sched_snapshot() {
     local p t comm run wait runs
     for p in "$@"; do
@@ -857,9 +856,11 @@ if has "$SECTIONS" reap; then
     say "the reaped counters move after each reaping step; a bin counts once its last request is gone):"
     say "(handler p99: the bucket of hookbin's own capture latency, handler start to commit, that"
     say "holds 99% of the slice's captures: a p99 far above it was spent outside the handler;"
-    say "wrk | worker | writer: ms each thread ran / waited for a CPU in the slice @ us a wait: wrk's two threads,"
-    say "hookbin's tokio worker and its writer: a wrk thread that waited far more than it ran was"
-    say "starved, and the answers to its connections sat unread, counted by wrk, not by hookbin)"
+    say "over p99: the share of the slice's captures whose handler time passed the bound under the"
+    say "slice's p99: ~1% = the slow requests were slow in the handler, ~0% = their time went elsewhere;"
+    say "wrk | worker | writer: ms each ran / waited for a CPU @ us a wait, for wrk's two threads,"
+    say "hookbin's tokio workers and its writer: a wrk thread that waited far more than the other, or"
+    say "in longer waits, was starved, and its connections' answers sat unread: counted by wrk only)"
     printf '%8s %10s %9s %9s %9s %9s %9s %12s  %-42s  %s\n' t "req/s" "p50 ms" "p99 ms" "p99.9 ms" "max ms" "handler" "over p99" "wrk | worker | writer" "reap progress"
     slice_p99=(); slice_max=(); slice_froze=(); slice_others=(); slice_handler=(); slice_sched=(); slice_over=(); slice_judged=(); done_after=-1
     reaping=0; [[ -n ${rname:-} ]] || reaping=1
@@ -937,7 +938,8 @@ if has "$SECTIONS" reap; then
             worst_held="; that slice held a freeze of the whole machine of ${slice_froze[k]} ms"
         fi
         if [[ ${slice_handler[k]} != - ]]; then
-            worst_held+="; hookbin's own capture latency (handler to commit) in that slice: p99 ${slice_handler[k]} ms, ${slice_over[k]} ms"
+            worst_held+="; hookbin's own capture latency (handler to commit) in that slice: p99 ${slice_handler[k]} ms"
+            [[ ${slice_over[k]} == - ]] || worst_held+=", ${slice_over[k]} ms"
         fi
         if [[ ${slice_sched[k]} != "- | - | -" ]]; then
             worst_held+="; ms run/wait of wrk's threads | hookbin's worker | writer: ${slice_sched[k]}"
