@@ -201,7 +201,8 @@ sched_snapshot() {
 }
 # What two sched_snapshot readings of a wrk run and a hookbin say, as "RUN/WAIT@AVG": ms run, ms
 # waited for a CPU, and the average wait in us each time it got one; for each wrk thread that
-# sends (not its main thread), then hookbin's tokio workers (together) and its writer. A wrk
+# sends (not its main thread), then hookbin's tokio workers (together), its writer, and after
+# `+` the ms its other threads ran together (checkpoint, read-ahead, event hub...). A wrk
 # thread that waited far longer than the other, or in longer waits, was starved of CPU, and its
 # connections' answers sat unread: latency that wrk counts and hookbin never saw.
 sched_delta() { # BEFORE AFTER WRK_PID
@@ -210,9 +211,10 @@ sched_delta() { # BEFORE AFTER WRK_PID
         ($2 in run) { r = ($4 - run[$2]) / 1e6; w = ($5 - wait[$2]) / 1e6; n = $6 - runs[$2]
             if ($1 == wrk && $2 != wrk) wrk_s = wrk_s (wrk_s == "" ? "" : " ") f(r, w, n)
             else if ($1 != wrk && $3 ~ /^tokio-/) { wr += r; ww += w; wn += n; nw++ }
-            else if ($1 != wrk && $3 == "hookbin-writer") { sr = r; sw = w; sn = n } }
-        END { printf "%s | %s | %s\n", (wrk_s == "" ? "-" : wrk_s), (nw ? f(wr, ww, wn) : "-"),
-                (sr != "" ? f(sr, sw, sn) : "-") }' "$1" "$2"
+            else if ($1 != wrk && $3 == "hookbin-writer") { sr = r; sw = w; sn = n }
+            else if ($1 != wrk) rest += r }
+        END { printf "%s | %s | %s + %.0f\n", (wrk_s == "" ? "-" : wrk_s), (nw ? f(wr, ww, wn) : "-"),
+                (sr != "" ? f(sr, sw, sn) : "-"), rest }' "$1" "$2"
 }
 
 # Metric names as in src/metrics.rs. Both counters are bumped after the commit (captured) or
@@ -825,7 +827,7 @@ if has "$SECTIONS" reap; then
     start_others_monitor "$OTHERS" 3600 "$$"
     say ""
     say "the same load before any bin expires (no reap), ${REAP_SLICE} s slices:"
-    printf '%8s %10s %9s %9s %9s %9s %9s %12s  %-42s\n' t "req/s" "p50 ms" "p99 ms" "p99.9 ms" "max ms" "handler" "over p99" "wrk | worker | writer"
+    printf '%8s %10s %9s %9s %9s %9s %9s %12s  %-48s\n' t "req/s" "p50 ms" "p99 ms" "p99.9 ms" "max ms" "handler" "over p99" "wrk | worker | writer + rest"
     base_p99=()
     SCHED_OF=${PID[hookbin-reap]}
     for ((i = 1; i <= REAP_BASE_SLICES; i++)); do
@@ -837,7 +839,7 @@ if has "$SECTIONS" reap; then
         handler=$(bucket_p99 "$buckets_before" "$buckets_after")
         base_p99+=("$(ms "$(field p99_us "$LAST")")")
         over=$(bucket_over "$buckets_before" "$buckets_after" "${base_p99[-1]}")
-        printf '%8s %10s %9s %9s %9s %9s %9s %12s  %-42s\n' "$t" "$(field rps "$LAST")" "$(ms "$(field p50_us "$LAST")")" \
+        printf '%8s %10s %9s %9s %9s %9s %9s %12s  %-48s\n' "$t" "$(field rps "$LAST")" "$(ms "$(field p50_us "$LAST")")" \
             "${base_p99[-1]}" "$(ms "$(field p999_us "$LAST")")" "$(ms "$(field max_us "$LAST")")" "$handler" "$over" "$SCHED_LAST"
     done
     if ((${#base_p99[@]} > 0)); then
@@ -860,8 +862,9 @@ if has "$SECTIONS" reap; then
     say "slice's p99: ~1% = the slow requests were slow in the handler, ~0% = their time went elsewhere;"
     say "wrk | worker | writer: ms each ran / waited for a CPU @ us a wait, for wrk's two threads,"
     say "hookbin's tokio workers and its writer: a wrk thread that waited far more than the other, or"
-    say "in longer waits, was starved, and its connections' answers sat unread: counted by wrk only)"
-    printf '%8s %10s %9s %9s %9s %9s %9s %12s  %-42s  %s\n' t "req/s" "p50 ms" "p99 ms" "p99.9 ms" "max ms" "handler" "over p99" "wrk | worker | writer" "reap progress"
+    say "in longer waits, was starved, and its connections' answers sat unread: counted by wrk only;"
+    say "+ ms hookbin's other threads ran together: checkpoint, read-ahead, event hub...)"
+    printf '%8s %10s %9s %9s %9s %9s %9s %12s  %-48s  %s\n' t "req/s" "p50 ms" "p99 ms" "p99.9 ms" "max ms" "handler" "over p99" "wrk | worker | writer + rest" "reap progress"
     slice_p99=(); slice_max=(); slice_froze=(); slice_others=(); slice_handler=(); slice_sched=(); slice_over=(); slice_judged=(); done_after=-1
     reaping=0; [[ -n ${rname:-} ]] || reaping=1
     for ((i = 1; i <= REAP_MAX_SLICES; i++)); do
@@ -898,7 +901,7 @@ if has "$SECTIONS" reap; then
         slice_judged+=("$reaping")
         ((froze == 0)) || progress+="; the machine froze ${froze}x, the longest $longest ms"
         ((bursts == 0)) || progress+="; other programs took >= 25% of a core in $bursts x 0.25 s (up to $busiest%: $names)"
-        printf '%8s %10s %9s %9s %9s %9s %9s %12s  %-42s  %s\n' "$t" "$(field rps "$LAST")" "$(ms "$(field p50_us "$LAST")")" \
+        printf '%8s %10s %9s %9s %9s %9s %9s %12s  %-48s  %s\n' "$t" "$(field rps "$LAST")" "$(ms "$(field p50_us "$LAST")")" \
             "${slice_p99[-1]}" "$(ms "$(field p999_us "$LAST")")" "${slice_max[-1]}" "${slice_handler[-1]}" "${slice_over[-1]}" "$SCHED_LAST" "$progress"
         # Stop one slice after the reap completed (and not before the expiry instant has passed).
         if ((done_after > 0 && i > done_after)); then break; fi
