@@ -162,28 +162,23 @@ capture_buckets() {
     metrics "$1" | awk '$1 ~ /^hookbin_capture_duration_seconds_bucket\{le="/ {
         le = $1; sub(/.*le="/, "", le); sub(/".*/, "", le); printf "%s%s:%s", sep, le, $NF; sep = " " }'
 }
-# The bucket bound (ms) under which 99% of the captures between two capture_buckets readings
-# fell: "<= 2.5", "> 10000" past the last bound, "-" without both readings or captures.
-bucket_p99() {
-    awk -v a="$1" -v b="$2" 'BEGIN { n = split(b, y, " "); if (n == 0 || split(a, x, " ") != n) { print "-"; exit }
-        for (i = 1; i <= n; i++) { split(x[i], p, ":"); split(y[i], q, ":"); le[i] = p[1]; c[i] = q[2] - p[2] }
-        total = c[n]; if (total <= 0) { print "-"; exit }
-        for (i = 1; i <= n; i++) if (c[i] >= 0.99 * total) {
-            if (le[i] == "+Inf") { printf "> %g\n", le[i - 1] * 1000 } else { printf "<= %g\n", le[i] * 1000 }
-            exit } }'
-}
-
-# The share of the captures between two capture_buckets readings whose handler time exceeded
-# the largest bucket bound at or below P99_MS (the slice's p99 as the client saw it), as "0.04%
-# > 5": about 1% says the client's slow requests were slow in hookbin's handler, about 0% that
-# their time went elsewhere; "-" without both readings, captures or such a bound.
-bucket_over() { # BEFORE AFTER P99_MS
-    awk -v a="$1" -v b="$2" -v p="$3" 'BEGIN { n = split(b, y, " "); if (n == 0 || split(a, x, " ") != n) { print "-"; exit }
+# What hookbin's capture latency histogram says about the captures between two capture_buckets
+# readings, given the slice's p99 as the client saw it (P99_MS), as two tab-separated fields:
+# - the bucket bound (ms) under which 99% of them fell: "<= 2.5", "> 10000" past the last bound;
+# - the share whose handler time exceeded the largest bound at or below P99_MS, as "0.04% > 5":
+#   about 1% says the client's slow requests were slow in hookbin's handler, about 0% that their
+#   time went elsewhere.
+# Each is "-" without both readings or captures (the share also without such a bound).
+bucket_tail() { # BEFORE AFTER P99_MS
+    awk -v a="$1" -v b="$2" -v p="$3" 'BEGIN { n = split(b, y, " "); if (n == 0 || split(a, x, " ") != n) { print "-\t-"; exit }
         for (i = 1; i <= n; i++) { split(x[i], u, ":"); split(y[i], q, ":"); le[i] = u[1]; c[i] = q[2] - u[2] }
-        total = c[n]; k = 0
-        for (i = 1; i < n; i++) if (le[i] * 1000 <= p + 0) k = i
-        if (total <= 0 || k == 0) { print "-"; exit }
-        printf "%.2f%% > %g\n", 100 * (total - c[k]) / total, le[k] * 1000 }'
+        total = c[n]; if (total <= 0) { print "-\t-"; exit }
+        for (i = 1; i <= n; i++) if (c[i] >= 0.99 * total) {
+            if (le[i] == "+Inf") { p99 = sprintf("> %g", le[i - 1] * 1000) } else { p99 = sprintf("<= %g", le[i] * 1000) }
+            break }
+        k = 0; for (i = 1; i < n; i++) if (le[i] * 1000 <= p + 0) k = i
+        over = (k == 0 ? "-" : sprintf("%.2f%% > %g", 100 * (total - c[k]) / total, le[k] * 1000))
+        printf "%s\t%s\n", p99, over }'
 }
 
 # Every thread of the PIDs as "PID TID COMM RUN_NS WAIT_NS RUNS" lines: the time it ran on a CPU,
@@ -364,7 +359,7 @@ run_wrk() { # SERVER LABEL DURATION URL [PATHS...]
     local rc=0
     wait "${BG_PIDS[0]}" || rc=$?
     BG_PIDS=()
-    SCHED_LAST="- | - | -"
+    SCHED_LAST=""
     if [[ -n $sched ]]; then
         wait "$sched" 2>/dev/null || true
         [[ -s $out.sched0 && -s $out.sched1 ]] && SCHED_LAST=$(sched_delta "$out.sched0" "$out.sched1" "$wpid")
@@ -835,12 +830,10 @@ if has "$SECTIONS" reap; then
         t=$(awk -v e="$expiry" -v n="$(date +%s.%N)" 'BEGIN { printf "%+.1f", n - e }')
         buckets_before=$(capture_buckets "$addr")
         run_wrk hookbin-reap "reap-base-$i" "${REAP_SLICE}s" "http://$addr/r/$load"
-        buckets_after=$(capture_buckets "$addr")
-        handler=$(bucket_p99 "$buckets_before" "$buckets_after")
         base_p99+=("$(ms "$(field p99_us "$LAST")")")
-        over=$(bucket_over "$buckets_before" "$buckets_after" "${base_p99[-1]}")
+        IFS=$'\t' read -r handler over <<<"$(bucket_tail "$buckets_before" "$(capture_buckets "$addr")" "${base_p99[-1]}")"
         printf '%8s %10s %9s %9s %9s %9s %9s %12s  %-48s\n' "$t" "$(field rps "$LAST")" "$(ms "$(field p50_us "$LAST")")" \
-            "${base_p99[-1]}" "$(ms "$(field p999_us "$LAST")")" "$(ms "$(field max_us "$LAST")")" "$handler" "$over" "$SCHED_LAST"
+            "${base_p99[-1]}" "$(ms "$(field p999_us "$LAST")")" "$(ms "$(field max_us "$LAST")")" "$handler" "$over" "${SCHED_LAST:--}"
     done
     if ((${#base_p99[@]} > 0)); then
         base=$(median "${base_p99[@]}")
@@ -873,7 +866,6 @@ if has "$SECTIONS" reap; then
         slice_start=$(date +%s.%N)
         run_wrk hookbin-reap "reap-load-$i" "${REAP_SLICE}s" "http://$addr/r/$load"
         buckets_after=$(capture_buckets "$addr")
-        slice_handler+=("$(bucket_p99 "$buckets_before" "$buckets_after")")
         slice_sched+=("$SCHED_LAST")
         read -r froze longest <<<"$(freezes_between "$FREEZES" "$slice_start" "$(date +%s.%N)")"
         slice_froze+=("$longest")
@@ -881,7 +873,9 @@ if has "$SECTIONS" reap; then
         slice_others+=("$bursts $busiest $names")
         slice_p99+=("$(ms "$(field p99_us "$LAST")")")
         slice_max+=("$(ms "$(field max_us "$LAST")")")
-        slice_over+=("$(bucket_over "$buckets_before" "$buckets_after" "${slice_p99[-1]}")")
+        IFS=$'\t' read -r handler over <<<"$(bucket_tail "$buckets_before" "$buckets_after" "${slice_p99[-1]}")"
+        slice_handler+=("$handler")
+        slice_over+=("$over")
         progress=""
         if [[ -n ${rname:-} ]]; then
             read -r reaped _ <<<"$(metric_sum "$addr" "$rname")" || true
@@ -902,7 +896,7 @@ if has "$SECTIONS" reap; then
         ((froze == 0)) || progress+="; the machine froze ${froze}x, the longest $longest ms"
         ((bursts == 0)) || progress+="; other programs took >= 25% of a core in $bursts x 0.25 s (up to $busiest%: $names)"
         printf '%8s %10s %9s %9s %9s %9s %9s %12s  %-48s  %s\n' "$t" "$(field rps "$LAST")" "$(ms "$(field p50_us "$LAST")")" \
-            "${slice_p99[-1]}" "$(ms "$(field p999_us "$LAST")")" "${slice_max[-1]}" "${slice_handler[-1]}" "${slice_over[-1]}" "$SCHED_LAST" "$progress"
+            "${slice_p99[-1]}" "$(ms "$(field p999_us "$LAST")")" "${slice_max[-1]}" "${slice_handler[-1]}" "${slice_over[-1]}" "${SCHED_LAST:--}" "$progress"
         # Stop one slice after the reap completed (and not before the expiry instant has passed).
         if ((done_after > 0 && i > done_after)); then break; fi
         if [[ -z ${rname:-} ]] && ((i * REAP_SLICE >= REAP_LEAD + 20)); then break; fi
@@ -924,11 +918,12 @@ if has "$SECTIONS" reap; then
     say "load bin request_count: $(bin_count "$addr" "$load")"
     read -r captured cname <<<"$(metric_sum "$addr" "${CAPTURED_METRICS[@]}")" || true
     check_stored hookbin-reap "${captured:-}" "${cname:-no captured-requests counter in /metrics}"
+    # Should the reaper never have deleted anything, every slice is judged (and the reap fails).
+    ((reaping)) || for ((k = 0; k < ${#slice_p99[@]}; k++)); do slice_judged[k]=1; done
     judged_p99=(); judged_max=()
     for ((k = 0; k < ${#slice_p99[@]}; k++)); do
         ((slice_judged[k])) && judged_p99+=("${slice_p99[k]}") && judged_max+=("${slice_max[k]}")
     done
-    ((${#judged_p99[@]} > 0)) || { judged_p99=("${slice_p99[@]}"); judged_max=("${slice_max[@]}"); }
     worst=$(maxof "${judged_p99[@]}")
     # What the worst slice held (a freeze of the machine, other programs' bursts of CPU): said
     # beside the verdict, which stands.
@@ -944,7 +939,7 @@ if has "$SECTIONS" reap; then
             worst_held+="; hookbin's own capture latency (handler to commit) in that slice: p99 ${slice_handler[k]} ms"
             [[ ${slice_over[k]} == - ]] || worst_held+=", ${slice_over[k]} ms"
         fi
-        if [[ ${slice_sched[k]} != "- | - | -" ]]; then
+        if [[ -n ${slice_sched[k]} ]]; then
             worst_held+="; ms run/wait of wrk's threads | hookbin's worker | writer: ${slice_sched[k]}"
         fi
         read -r bursts busiest names <<<"${slice_others[k]}"
