@@ -370,6 +370,7 @@ run_wrk() { # SERVER LABEL DURATION URL [PATHS...]
         die "wrk failed against $server ($label): exit status $rc"
     fi
     LAST=$(grep '^BENCH ' "$out" | tail -n1 || true)
+    LAST_OUT=$out   # wrk's whole output, HIST lines included (hist_percentiles)
     [[ -n $LAST ]] || { cat "$out" >&2; die "no BENCH line in wrk output ($label)"; }
     local sent
     sent=$(field sent "$LAST")
@@ -831,7 +832,7 @@ if has "$SECTIONS" reap; then
         buckets_before=$(capture_buckets "$addr")
         run_wrk hookbin-reap "reap-base-$i" "${REAP_SLICE}s" "http://$addr/r/$load"
         base_p99+=("$(ms "$(field p99_us "$LAST")")")
-        base_out+=("$WORK/wrk-reap-base-$i.out")
+        base_out+=("$LAST_OUT")
         IFS=$'\t' read -r handler over <<<"$(bucket_tail "$buckets_before" "$(capture_buckets "$addr")" "${base_p99[-1]}")"
         printf '%8s %10s %9s %9s %9s %9s %9s %12s  %-48s\n' "$t" "$(field rps "$LAST")" "$(ms "$(field p50_us "$LAST")")" \
             "${base_p99[-1]}" "$(ms "$(field p999_us "$LAST")")" "$(ms "$(field max_us "$LAST")")" "$handler" "$over" "${SCHED_LAST:--}"
@@ -873,7 +874,7 @@ if has "$SECTIONS" reap; then
         read -r bursts busiest names <<<"$(others_between "$OTHERS" "$slice_start" "$(date +%s.%N)")"
         slice_others+=("$bursts $busiest $names")
         slice_p99+=("$(ms "$(field p99_us "$LAST")")")
-        slice_out+=("$WORK/wrk-reap-load-$i.out")
+        slice_out+=("$LAST_OUT")
         slice_max+=("$(ms "$(field max_us "$LAST")")")
         IFS=$'\t' read -r handler over <<<"$(bucket_tail "$buckets_before" "$buckets_after" "${slice_p99[-1]}")"
         slice_handler+=("$handler")
