@@ -823,7 +823,9 @@ if has "$SECTIONS" reap; then
     start_others_monitor "$OTHERS" 3600 "$$"
     say ""
     say "the same load before any bin expires (no reap), ${REAP_SLICE} s slices:"
-    printf '%8s %10s %9s %9s %9s %9s %9s %12s  %-48s\n' t "req/s" "p50 ms" "p99 ms" "p99.9 ms" "max ms" "handler" "over p99" "wrk | worker | writer + rest"
+    # The columns of a slice's row, in both tables (the reap's adds its progress).
+    slice_cols='%8s %10s %9s %9s %9s %9s %9s %12s  %-48s'
+    printf "$slice_cols\n" t "req/s" "p50 ms" "p99 ms" "p99.9 ms" "max ms" "handler" "over p99" "wrk | worker | writer + rest"
     base_p99=(); base_out=()
     SCHED_OF=${PID[hookbin-reap]}
     for ((i = 1; i <= REAP_BASE_SLICES; i++)); do
@@ -834,7 +836,7 @@ if has "$SECTIONS" reap; then
         base_p99+=("$(ms "$(field p99_us "$LAST")")")
         base_out+=("$LAST_OUT")
         IFS=$'\t' read -r handler over <<<"$(bucket_tail "$buckets_before" "$(capture_buckets "$addr")" "${base_p99[-1]}")"
-        printf '%8s %10s %9s %9s %9s %9s %9s %12s  %-48s\n' "$t" "$(field rps "$LAST")" "$(ms "$(field p50_us "$LAST")")" \
+        printf "$slice_cols\n" "$t" "$(field rps "$LAST")" "$(ms "$(field p50_us "$LAST")")" \
             "${base_p99[-1]}" "$(ms "$(field p999_us "$LAST")")" "$(ms "$(field max_us "$LAST")")" "$handler" "$over" "${SCHED_LAST:--}"
     done
     if ((${#base_p99[@]} > 0)); then
@@ -859,7 +861,7 @@ if has "$SECTIONS" reap; then
     say "hookbin's tokio workers and its writer: a wrk thread that waited far more than the other, or"
     say "in longer waits, was starved, and its connections' answers sat unread: counted by wrk only;"
     say "+ ms hookbin's other threads ran together: checkpoint, read-ahead, event hub...)"
-    printf '%8s %10s %9s %9s %9s %9s %9s %12s  %-48s  %s\n' t "req/s" "p50 ms" "p99 ms" "p99.9 ms" "max ms" "handler" "over p99" "wrk | worker | writer + rest" "reap progress"
+    printf "$slice_cols  %s\n" t "req/s" "p50 ms" "p99 ms" "p99.9 ms" "max ms" "handler" "over p99" "wrk | worker | writer + rest" "reap progress"
     slice_p99=(); slice_max=(); slice_froze=(); slice_others=(); slice_handler=(); slice_sched=(); slice_over=(); slice_judged=(); slice_out=(); done_after=-1
     reaping=0; [[ -n ${rname:-} ]] || reaping=1
     for ((i = 1; i <= REAP_MAX_SLICES; i++)); do
@@ -898,7 +900,7 @@ if has "$SECTIONS" reap; then
         slice_judged+=("$reaping")
         ((froze == 0)) || progress+="; the machine froze ${froze}x, the longest $longest ms"
         ((bursts == 0)) || progress+="; other programs took >= 25% of a core in $bursts x 0.25 s (up to $busiest%: $names)"
-        printf '%8s %10s %9s %9s %9s %9s %9s %12s  %-48s  %s\n' "$t" "$(field rps "$LAST")" "$(ms "$(field p50_us "$LAST")")" \
+        printf "$slice_cols  %s\n" "$t" "$(field rps "$LAST")" "$(ms "$(field p50_us "$LAST")")" \
             "${slice_p99[-1]}" "$(ms "$(field p999_us "$LAST")")" "${slice_max[-1]}" "${slice_handler[-1]}" "${slice_over[-1]}" "${SCHED_LAST:--}" "$progress"
         # Stop one slice after the reap completed (and not before the expiry instant has passed).
         if ((done_after > 0 && i > done_after)); then break; fi
