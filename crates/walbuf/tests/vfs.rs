@@ -8,7 +8,8 @@ use std::sync::{Mutex, MutexGuard};
 
 use rusqlite::{Connection, OpenFlags, params};
 
-/// The counters are per process: tests that read them run one at a time.
+/// The counters, and a file size limit, are per process: tests that read them or write files run
+/// one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
 
 /// One test's turn (the counters), its directory, and the database path in it.
@@ -254,6 +255,8 @@ fn big_transactions_go_out_in_pieces_and_read_back() {
 
 #[test]
 fn writeback_starts_on_a_file_and_fails_on_what_is_not_one() {
+    // Its turn too: a file size limit set by another test would apply to this one's file.
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("data");
     std::fs::write(&path, vec![7u8; 1 << 20]).unwrap();
@@ -267,4 +270,163 @@ fn writeback_starts_on_a_file_and_fails_on_what_is_not_one() {
         let not_a_file = std::fs::File::from(std::os::fd::OwnedFd::from(reader));
         assert!(walbuf::start_writeback(&not_a_file, 0, 0).is_err());
     }
+}
+
+/// A checkpointer through walbuf, as hookbin's checkpoint thread opens it.
+fn checkpointer(path: &Path) -> Connection {
+    Connection::open_with_flags_and_vfs(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE,
+        walbuf::register().expect("register the VFS"),
+    )
+    .unwrap()
+}
+
+/// The database file alone, copied aside and opened without its WAL: what a checkpoint left in
+/// it, and nothing else.
+fn file_alone(path: &Path, dir: &Path, name: &str) -> Connection {
+    let copy = dir.join(name);
+    std::fs::copy(path, &copy).unwrap();
+    Connection::open(&copy).unwrap()
+}
+
+/// Copies the whole WAL into the database file (no reader may hold it back), and says so.
+fn copy_all(conn: &Connection) {
+    let (busy, frames, copied): (i64, i64, i64) = conn
+        .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |x| {
+            Ok((x.get(0)?, x.get(1)?, x.get(2)?))
+        })
+        .unwrap();
+    assert_eq!((busy, copied), (0, frames), "the whole WAL copied");
+}
+
+#[test]
+fn a_checkpoint_copies_runs_of_pages_in_few_writes_and_the_file_holds_them() {
+    let (_serial, dir, path) = setup();
+    let mut w = writer(&path, 2000);
+    let c = checkpointer(&path);
+    let r = reader(&path);
+
+    // A growing database: every page the copy writes is past the file's old end.
+    let before = walbuf::stats();
+    insert(&mut w, 1, 2000, 1500);
+    copy_all(&c);
+    let grown = walbuf::stats();
+    let (asked, made) = (
+        grown.copy_writes - before.copy_writes,
+        grown.copy_os_writes - before.copy_os_writes,
+    );
+    assert!(asked >= 700, "the copy wrote {asked} pages");
+    // Runs of 16 pages (64 KiB), each after the zeros that grew the file by as much: two writes
+    // where there were 16 (measured: 128 for 1,011 pages).
+    assert!(
+        made * 6 <= asked,
+        "{made} writes reached the kernel for {asked} pages"
+    );
+    assert_eq!(
+        digest(&file_alone(&path, dir.path(), "grown")),
+        expected(2000, 1500)
+    );
+    assert_intact(&file_alone(&path, dir.path(), "grown"));
+
+    // Rows rewritten in place (same sizes), a third of the table at a time: the copy overwrites
+    // pages the file has, one after the other, and a reader beside it sees every commit.
+    for round in 0..3 {
+        let tx = w.transaction().unwrap();
+        tx.execute(
+            "UPDATE t SET v = ?1 WHERE (id - 1) / 667 = ?2",
+            params![value(round, 1500), round],
+        )
+        .unwrap();
+        tx.commit().unwrap();
+        let seen: i64 = r
+            .query_row(
+                "SELECT count(*) FROM t WHERE v = ?1",
+                [value(round, 1500)],
+                |x| x.get(0),
+            )
+            .unwrap();
+        assert!(seen >= 666, "the reader saw {seen} rewritten rows");
+        copy_all(&c);
+    }
+    let after = walbuf::stats();
+    let (asked, made) = (
+        after.copy_writes - grown.copy_writes,
+        after.copy_os_writes - grown.copy_os_writes,
+    );
+    assert!(
+        made * 4 <= asked,
+        "{made} writes for {asked} pages rewritten"
+    );
+    let alone = file_alone(&path, dir.path(), "rewritten");
+    assert_intact(&alone);
+    let (rows, rewritten): (i64, i64) = alone
+        .query_row(
+            "SELECT count(*), sum(v = ?1) + sum(v = ?2) + sum(v = ?3) FROM t",
+            params![value(0, 1500), value(1, 1500), value(2, 1500)],
+            |x| Ok((x.get(0)?, x.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!((rows, rewritten), (2000, 2000));
+}
+
+/// A process-wide file size limit, lifted again when dropped (even when the test fails). Every
+/// test of this file that writes a file holds `SERIAL` first.
+struct SizeLimit(libc::rlimit);
+
+impl SizeLimit {
+    fn set(bytes: u64) -> SizeLimit {
+        let mut old = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: plain system calls on a struct we own. A write past the limit fails with
+        // EFBIG instead of raising SIGXFSZ, which is ignored first.
+        unsafe {
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            assert_eq!(libc::getrlimit(libc::RLIMIT_FSIZE, &mut old), 0);
+            let new = libc::rlimit {
+                rlim_cur: bytes,
+                rlim_max: old.rlim_max,
+            };
+            assert_eq!(libc::setrlimit(libc::RLIMIT_FSIZE, &new), 0);
+        }
+        SizeLimit(old)
+    }
+}
+
+impl Drop for SizeLimit {
+    fn drop(&mut self) {
+        // SAFETY: as in `set`.
+        unsafe { libc::setrlimit(libc::RLIMIT_FSIZE, &self.0) };
+    }
+}
+
+#[test]
+fn a_copy_that_cannot_grow_the_file_fails_and_the_next_one_copies_everything() {
+    let (_serial, dir, path) = setup();
+    let mut w = writer(&path, 2000);
+    let c = checkpointer(&path);
+    insert(&mut w, 1, 200, 1500);
+    copy_all(&c);
+    // The WAL restarts: 2,000 more rows, then a file that may grow by only a little (a full
+    // disk, as the kernel reports it to a writer past the limit). The WAL is already as long as
+    // it gets; the database file would have to grow by some 3 MiB.
+    insert(&mut w, 201, 2000, 1500);
+    let size = std::fs::metadata(&path).unwrap().len();
+    {
+        let _limit = SizeLimit::set(size + 256 * 1024);
+        let failed = c.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |x| x.get::<_, i64>(0));
+        assert!(
+            failed.is_err(),
+            "the copy reported the full file: {failed:?}"
+        );
+    }
+    // Nothing was published: the WAL still has every page, readers see every row, and the next
+    // copy, with room, puts them all in the file.
+    assert_eq!(digest(&reader(&path)), expected(2200, 1500));
+    copy_all(&c);
+    let alone = file_alone(&path, dir.path(), "after");
+    assert_intact(&alone);
+    assert_eq!(digest(&alone), expected(2200, 1500));
 }

@@ -197,10 +197,11 @@ pub fn open_writer(path: &Path, sync: Synchronous) -> Result<Connection, StoreEr
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
         | OpenFlags::SQLITE_OPEN_CREATE
         | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    // The writer alone goes through walbuf: it hands each commit's WAL frames to the kernel in
-    // one write rather than two per page (crates/walbuf). Readers and the checkpoint thread
-    // see the same files through the default VFS. Where it cannot be registered (not Unix),
-    // the default VFS does the same job with more system calls.
+    // The writer goes through walbuf: it hands each commit's WAL frames to the kernel in one
+    // write rather than two per page, and its checkpoints' copies in runs of pages
+    // (crates/walbuf); so does the checkpoint thread (`checkpoint::open`). Readers see the same
+    // files through the default VFS. Where it cannot be registered (not Unix), the default VFS
+    // does the same job with more system calls.
     let conn = match walbuf::register() {
         Ok(vfs) => Connection::open_with_flags_and_vfs(path, flags, vfs),
         Err(_) => Connection::open_with_flags(path, flags),
