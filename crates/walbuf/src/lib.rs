@@ -42,7 +42,7 @@
 //! bench/RESULTS.md). So between SQLite's `SQLITE_FCNTL_CKPT_START` and `SQLITE_FCNTL_CKPT_DONE`
 //! (which SQLite sends around the copy, before it syncs the database or tells any reader that
 //! the pages are there) this VFS keeps adjacent page writes of the main file in a buffer of up
-//! to [`MAX_WRITE`] bytes and hands each run to the kernel as one write, at the latest at
+//! to 64 KiB and hands each run to the kernel as one write, at the latest at
 //! `CKPT_DONE`. As for WAL frames, only overwrites are buffered: when SQLite announces that the
 //! copy will grow the file (`SQLITE_FCNTL_SIZE_HINT`), the VFS first writes zeros up to that size
 //! (a failure there makes the copy's writes past the end go straight through, so that a full
