@@ -479,6 +479,16 @@ macro_rules! real {
     }};
 }
 
+/// The counter of the writes `f` hands on: a checkpoint's copy's for a main file, else the WAL's.
+///
+/// SAFETY: `f` is one of our open files.
+unsafe fn os_writes_of(f: *mut File) -> &'static AtomicU64 {
+    match unsafe { (*f).role } {
+        Role::Main => &COPY_OS_WRITES,
+        _ => &OS_WRITES,
+    }
+}
+
 /// Hands the buffered bytes to the default VFS. A no-op for files that buffer nothing.
 ///
 /// SAFETY: `f` is one of our open files.
@@ -489,10 +499,7 @@ unsafe fn flush(f: *mut File) -> c_int {
         }
         let mut rc = ffi::SQLITE_OK;
         let mut at = (*f).start;
-        let counter = match (*f).role {
-            Role::Main => &COPY_OS_WRITES,
-            _ => &OS_WRITES,
-        };
+        let counter = os_writes_of(f);
         for chunk in (*f).buf.chunks(MAX_WRITE) {
             counter.fetch_add(1, Ordering::Relaxed);
             let len = c_int::try_from(chunk.len()).expect("at most MAX_WRITE");
@@ -595,16 +602,7 @@ unsafe extern "C" fn write(
         }
         if end > (*f).size {
             // Growing the file: written now, so that a full disk is reported to SQLite.
-            let rc = flush(f);
-            if rc != ffi::SQLITE_OK {
-                return rc;
-            }
-            OS_WRITES.fetch_add(1, Ordering::Relaxed);
-            let rc = real!(f, xWrite, data, amt, off);
-            if rc == ffi::SQLITE_OK {
-                (*f).size = end;
-            }
-            return rc;
+            return write_through(f, data, amt, off);
         }
         let buf = &mut (*f).buf;
         let buf_end = (*f).start + buf.len() as i64;
@@ -627,6 +625,25 @@ unsafe extern "C" fn write(
             return flush(f);
         }
         ffi::SQLITE_OK
+    }
+}
+
+/// A write that grows `f` (a WAL, or a main file during a checkpoint's copy): after the buffer,
+/// straight to the default VFS, so that a full disk is reported to SQLite by this very call.
+///
+/// SAFETY: `f` is ours and its `size` is known; `data` holds `amt` bytes.
+unsafe fn write_through(f: *mut File, data: *const c_void, amt: c_int, off: i64) -> c_int {
+    unsafe {
+        let rc = flush(f);
+        if rc != ffi::SQLITE_OK {
+            return rc;
+        }
+        os_writes_of(f).fetch_add(1, Ordering::Relaxed);
+        let rc = real!(f, xWrite, data, amt, off);
+        if rc == ffi::SQLITE_OK {
+            (*f).size = off + i64::from(amt);
+        }
+        rc
     }
 }
 
@@ -665,16 +682,7 @@ unsafe fn copy_write(f: *mut File, data: *const c_void, amt: c_int, off: i64) ->
         let end = off + i64::from(amt);
         if end > (*f).size {
             // Past the bytes the file has: written now, so that a full disk is reported here.
-            let rc = flush(f);
-            if rc != ffi::SQLITE_OK {
-                return rc;
-            }
-            COPY_OS_WRITES.fetch_add(1, Ordering::Relaxed);
-            let rc = real!(f, xWrite, data, amt, off);
-            if rc == ffi::SQLITE_OK {
-                (*f).size = end;
-            }
-            return rc;
+            return write_through(f, data, amt, off);
         }
         let bytes = std::slice::from_raw_parts(data.cast::<u8>(), amt as usize);
         let buf_end = (*f).start + (*f).buf.len() as i64;
