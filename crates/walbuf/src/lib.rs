@@ -590,15 +590,11 @@ unsafe extern "C" fn write(
         let bytes = std::slice::from_raw_parts(data.cast::<u8>(), amt as usize);
         (*f).frames.follow(bytes, off, &mut (*(*f).main).committed);
         let end = off + i64::from(amt);
-        if (*f).size < 0 {
-            // Learnt once per write transaction: another connection may have cut the file
-            // since this one last held the write lock, but not while it does.
-            let mut size = 0;
-            let rc = real!(f, xFileSize, &mut size);
-            if rc != ffi::SQLITE_OK {
-                return rc;
-            }
-            (*f).size = size;
+        // Learnt once per write transaction: another connection may have cut the file since
+        // this one last held the write lock, but not while it does.
+        let rc = known_size(f);
+        if rc != ffi::SQLITE_OK {
+            return rc;
         }
         if end > (*f).size {
             // Growing the file: written now, so that a full disk is reported to SQLite.
