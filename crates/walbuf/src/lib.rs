@@ -44,11 +44,12 @@
 //! the pages are there) this VFS keeps adjacent page writes of the main file in a buffer of up
 //! to 64 KiB and hands each run to the kernel as one write, at the latest at
 //! `CKPT_DONE`. As for WAL frames, only overwrites are buffered: when SQLite announces that the
-//! copy will grow the file (`SQLITE_FCNTL_SIZE_HINT`), the VFS first writes zeros up to that size
-//! (a failure there makes the copy's writes past the end go straight through, so that a full
-//! disk is reported where it happens), and a late write that still fails aborts the process
-//! before the checkpoint is published: the WAL keeps every page it had, and the next start
-//! copies them again.
+//! copy will grow the file (`SQLITE_FCNTL_SIZE_HINT`), the VFS first grows it to that size, with
+//! `fallocate` where the file system has it (on Linux; else with zeros, which cost the copy a
+//! second write of every new byte: 1.9x the write() bytes, bench/RESULTS.md). A failure there
+//! makes the copy's writes past the end go straight through, so that a full disk is reported
+//! where it happens, and a late write that still fails aborts the process before the checkpoint
+//! is published: the WAL keeps every page it had, and the next start copies them again.
 //!
 //! Only the connections that write or checkpoint need this VFS: open them with [`register`]'s
 //! name. Readers use the default VFS and see the same files.
@@ -70,7 +71,7 @@ pub mod pcache;
 use std::ffi::{CStr, c_int, c_void};
 use std::ptr;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use rusqlite::ffi;
 
@@ -99,9 +100,11 @@ pub struct Stats {
     pub wal_bytes: u64,
     /// `xWrite` calls of checkpoints' copies on main files opened through this VFS.
     pub copy_writes: u64,
-    /// Writes handed on to the default VFS for them (runs, pass-through writes and the zeros
-    /// that grow the file first).
+    /// Writes handed on to the default VFS for them (runs, pass-through writes and, where the
+    /// file system cannot `fallocate`, the zeros that grow the file first).
     pub copy_os_writes: u64,
+    /// `fallocate` calls that grew a main file before a checkpoint's copy.
+    pub copy_allocations: u64,
 }
 
 static WAL_WRITES: AtomicU64 = AtomicU64::new(0);
@@ -109,6 +112,9 @@ static OS_WRITES: AtomicU64 = AtomicU64::new(0);
 static WAL_BYTES: AtomicU64 = AtomicU64::new(0);
 static COPY_WRITES: AtomicU64 = AtomicU64::new(0);
 static COPY_OS_WRITES: AtomicU64 = AtomicU64::new(0);
+static COPY_ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+/// Set by [`grow_with_zeros`]: tests of the path taken where `fallocate` is missing.
+static ZEROS_ONLY: AtomicBool = AtomicBool::new(false);
 
 /// What this process has written through the VFS so far.
 pub fn stats() -> Stats {
@@ -118,7 +124,15 @@ pub fn stats() -> Stats {
         wal_bytes: WAL_BYTES.load(Ordering::Relaxed),
         copy_writes: COPY_WRITES.load(Ordering::Relaxed),
         copy_os_writes: COPY_OS_WRITES.load(Ordering::Relaxed),
+        copy_allocations: COPY_ALLOCATIONS.load(Ordering::Relaxed),
     }
+}
+
+/// For tests: `true` makes every checkpoint's copy grow the file with zeros, as on a file system
+/// without `fallocate`; `false` (the default) uses `fallocate` where it works.
+#[doc(hidden)]
+pub fn grow_with_zeros(on: bool) {
+    ZEROS_ONLY.store(on, Ordering::Relaxed);
 }
 
 /// Starts writing `len` bytes of `file` from `offset` to its disk (0: to the end of the file)
@@ -233,6 +247,9 @@ struct File {
     frames: Frames,
     /// Main file: the database's size as of the last commit (or the last [`note_size`]).
     committed: Committed,
+    /// Main file: the default VFS's descriptor of it, for [`reserve`]'s `fallocate`; -1 when
+    /// not known (see [`unix_fd`]).
+    fd: c_int,
 }
 
 /// Where the frame-following of a WAL file is.
@@ -445,6 +462,7 @@ unsafe extern "C" fn open(
                 copying: false,
                 frames: Frames::default(),
                 committed: Committed::default(),
+                fd: -1,
             },
         );
         let real_vfs = real_vfs();
@@ -456,6 +474,9 @@ unsafe extern "C" fn open(
             return rc;
         }
         (*me).base.pMethods = &METHODS;
+        if rc == ffi::SQLITE_OK && role == Role::Main && !name.is_null() {
+            (*me).fd = unix_fd(real, (*real_vfs).szOsFile, name);
+        }
         if rc == ffi::SQLITE_OK && role == Role::Wal && !name.is_null() {
             let main = ffi::sqlite3_database_file_object(name);
             if is_ours(main) {
@@ -466,6 +487,37 @@ unsafe extern "C" fn open(
         }
         rc
     }
+}
+
+/// The descriptor the unix VFS opened `name` with, or -1. SQLite has no call that gives it, so it
+/// is read where `unixFile` keeps it (after three pointers: methods, VFS, inode; the layout
+/// since SQLite 3.7) and believed only if that descriptor is open on the file `name` names (same
+/// device and inode). Only on Linux, where [`reserve`] has a use for it.
+///
+/// SAFETY: `real` is the default VFS's open file object, `size` bytes long; `name` is its path.
+unsafe fn unix_fd(
+    real: *mut ffi::sqlite3_file,
+    size: c_int,
+    name: *const std::ffi::c_char,
+) -> c_int {
+    #[cfg(target_os = "linux")]
+    unsafe {
+        let at = 3 * std::mem::size_of::<*const c_void>();
+        if usize::try_from(size).is_ok_and(|size| size >= at + std::mem::size_of::<c_int>()) {
+            let fd = ptr::read_unaligned(real.cast::<u8>().add(at).cast::<c_int>());
+            let mut open: libc::stat = std::mem::zeroed();
+            let mut named: libc::stat = std::mem::zeroed();
+            if fd >= 0
+                && libc::fstat(fd, &mut open) == 0
+                && libc::stat(name, &mut named) == 0
+                && (open.st_dev, open.st_ino) == (named.st_dev, named.st_ino)
+            {
+                return fd;
+            }
+        }
+    }
+    let _ = (real, size, name);
+    -1
 }
 
 /// The default VFS's method `$m` of `$f`, called with the default VFS's file object.
@@ -695,12 +747,15 @@ unsafe fn copy_write(f: *mut File, data: *const c_void, amt: c_int, off: i64) ->
 }
 
 /// `SQLITE_FCNTL_SIZE_HINT` during a checkpoint's copy: the file will be `want` bytes long once
-/// the copy is done. Grows it to that now with zeros, in a few large writes, so that the copy's
-/// pages are all overwrites, which can wait in the buffer. Every page up to `want` is in the
-/// WAL, so each zero page is either written by this copy or read from the WAL until a later one
-/// writes it, as over the hole that SQLite itself would leave. SQLite ignores what a hint
-/// returns: on failure the file stays as long as it got, and the copy's writes past that go
-/// straight through ([`copy_write`]), where a full disk is reported.
+/// the copy is done. Grows it to that now, so that the copy's pages are all overwrites, which can
+/// wait in the buffer: with `fallocate` where the file system has it (the blocks are reserved and
+/// read as zeros, and nothing is written or copied for them), else with zeros in a few large
+/// writes. Either way the disk's room is taken now, so the copy's late writes do not find it
+/// full. Every page up to `want` is in the WAL, so each new page is either written by this copy
+/// or read from the WAL until a later one writes it, as over the hole that SQLite itself would
+/// leave. SQLite ignores what a hint returns: on failure the file stays as long as it got, and
+/// the copy's writes past that go straight through ([`copy_write`]), where a full disk is
+/// reported.
 ///
 /// SAFETY: `f` is ours.
 unsafe fn reserve(f: *mut File, want: i64) -> c_int {
@@ -713,13 +768,27 @@ unsafe fn reserve(f: *mut File, want: i64) -> c_int {
         if rc != ffi::SQLITE_OK {
             return rc;
         }
+        if (*f).size >= want {
+            return ffi::SQLITE_OK;
+        }
+        match allocate((*f).fd, (*f).size, want - (*f).size) {
+            Some(ffi::SQLITE_OK) => {
+                (*f).size = want;
+                return ffi::SQLITE_OK;
+            }
+            Some(rc) => {
+                // The file may have grown by part of it: ask again.
+                (*f).size = -1;
+                return rc;
+            }
+            None => {}
+        }
         while (*f).size < want {
             let len = (want - (*f).size).min(MAX_WRITE as i64);
             COPY_OS_WRITES.fetch_add(1, Ordering::Relaxed);
             let len_c = c_int::try_from(len).expect("at most MAX_WRITE");
             let rc = real!(f, xWrite, ZEROS.as_ptr().cast::<c_void>(), len_c, (*f).size);
             if rc != ffi::SQLITE_OK {
-                // The file may have grown by part of it: ask again.
                 (*f).size = -1;
                 return rc;
             }
@@ -727,6 +796,31 @@ unsafe fn reserve(f: *mut File, want: i64) -> c_int {
         }
         ffi::SQLITE_OK
     }
+}
+
+/// Grows the file open as `fd` (-1: unknown) from `size` by `len` bytes with `fallocate`: SQLite's
+/// code for the outcome, or `None` where that cannot be done (no descriptor, not Linux, a file
+/// system without it), for the caller to write zeros instead.
+fn allocate(fd: c_int, size: i64, len: i64) -> Option<c_int> {
+    #[cfg(target_os = "linux")]
+    if fd >= 0 && !ZEROS_ONLY.load(Ordering::Relaxed) {
+        loop {
+            // SAFETY: no memory is passed; `fd` stays open while its connection has the file.
+            if unsafe { libc::fallocate(fd, 0, size, len) } == 0 {
+                COPY_ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+                return Some(ffi::SQLITE_OK);
+            }
+            let err = std::io::Error::last_os_error().raw_os_error();
+            return match err {
+                Some(libc::EINTR) => continue,
+                Some(libc::EOPNOTSUPP | libc::ENOSYS | libc::EINVAL) => None,
+                Some(libc::ENOSPC | libc::EDQUOT) => Some(ffi::SQLITE_FULL),
+                _ => Some(ffi::SQLITE_IOERR_WRITE),
+            };
+        }
+    }
+    let _ = (fd, size, len);
+    None
 }
 
 unsafe extern "C" fn truncate(file: *mut ffi::sqlite3_file, size: ffi::sqlite3_int64) -> c_int {
@@ -781,7 +875,7 @@ unsafe extern "C" fn file_control(
                 }
                 ffi::SQLITE_FCNTL_SIZE_HINT if (*f).copying && !arg.is_null() => {
                     // What the default VFS does with a hint (nothing, or a memory map's growth)
-                    // comes after the zeros.
+                    // comes after the file has grown.
                     let _ = reserve(f, *arg.cast::<i64>());
                 }
                 ffi::SQLITE_FCNTL_CKPT_DONE => {
