@@ -768,34 +768,36 @@ unsafe fn reserve(f: *mut File, want: i64) -> c_int {
         if rc != ffi::SQLITE_OK {
             return rc;
         }
-        if (*f).size >= want {
+        let size = (*f).size;
+        if size >= want {
             return ffi::SQLITE_OK;
         }
-        match allocate((*f).fd, (*f).size, want - (*f).size) {
-            Some(ffi::SQLITE_OK) => {
-                (*f).size = want;
-                return ffi::SQLITE_OK;
-            }
-            Some(rc) => {
-                // The file may have grown by part of it: ask again.
-                (*f).size = -1;
-                return rc;
-            }
-            None => {}
-        }
-        while (*f).size < want {
-            let len = (want - (*f).size).min(MAX_WRITE as i64);
-            COPY_OS_WRITES.fetch_add(1, Ordering::Relaxed);
-            let len_c = c_int::try_from(len).expect("at most MAX_WRITE");
-            let rc = real!(f, xWrite, ZEROS.as_ptr().cast::<c_void>(), len_c, (*f).size);
-            if rc != ffi::SQLITE_OK {
-                (*f).size = -1;
-                return rc;
-            }
-            (*f).size += len;
-        }
-        ffi::SQLITE_OK
+        let rc = match allocate((*f).fd, size, want - size) {
+            Some(rc) => rc,
+            None => write_zeros(f, size, want),
+        };
+        // On failure the file may have grown by part of it: ask again.
+        (*f).size = if rc == ffi::SQLITE_OK { want } else { -1 };
+        rc
     }
+}
+
+/// Grows `f` from `size` to `want` bytes with zeros, in writes of up to [`MAX_WRITE`].
+///
+/// SAFETY: `f` is ours.
+unsafe fn write_zeros(f: *mut File, mut size: i64, want: i64) -> c_int {
+    while size < want {
+        let len = (want - size).min(MAX_WRITE as i64);
+        COPY_OS_WRITES.fetch_add(1, Ordering::Relaxed);
+        let len_c = c_int::try_from(len).expect("at most MAX_WRITE");
+        // SAFETY: `f` is ours; ZEROS holds `len` bytes.
+        let rc = unsafe { real!(f, xWrite, ZEROS.as_ptr().cast::<c_void>(), len_c, size) };
+        if rc != ffi::SQLITE_OK {
+            return rc;
+        }
+        size += len;
+    }
+    ffi::SQLITE_OK
 }
 
 /// Grows the file open as `fd` (-1: unknown) from `size` by `len` bytes with `fallocate`: SQLite's
