@@ -805,15 +805,22 @@ unsafe fn write_zeros(f: *mut File, mut size: i64, want: i64) -> c_int {
 /// system without it), for the caller to write zeros instead.
 fn allocate(fd: c_int, size: i64, len: i64) -> Option<c_int> {
     #[cfg(target_os = "linux")]
-    if fd >= 0 && !ZEROS_ONLY.load(Ordering::Relaxed) {
+    {
+        // `off_t` is 32 bits on some 32-bit targets: past that, zeros.
+        let (size, len) = (
+            libc::off_t::try_from(size).ok()?,
+            libc::off_t::try_from(len).ok()?,
+        );
+        if fd < 0 || ZEROS_ONLY.load(Ordering::Relaxed) {
+            return None;
+        }
         loop {
             // SAFETY: no memory is passed; `fd` stays open while its connection has the file.
             if unsafe { libc::fallocate(fd, 0, size, len) } == 0 {
                 COPY_ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
                 return Some(ffi::SQLITE_OK);
             }
-            let err = std::io::Error::last_os_error().raw_os_error();
-            return match err {
+            return match std::io::Error::last_os_error().raw_os_error() {
                 Some(libc::EINTR) => continue,
                 Some(libc::EOPNOTSUPP | libc::ENOSYS | libc::EINVAL) => None,
                 Some(libc::ENOSPC | libc::EDQUOT) => Some(ffi::SQLITE_FULL),
@@ -821,8 +828,11 @@ fn allocate(fd: c_int, size: i64, len: i64) -> Option<c_int> {
             };
         }
     }
-    let _ = (fd, size, len);
-    None
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (fd, size, len);
+        None
+    }
 }
 
 unsafe extern "C" fn truncate(file: *mut ffi::sqlite3_file, size: ffi::sqlite3_int64) -> c_int {
