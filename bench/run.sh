@@ -862,13 +862,19 @@ if has "$SECTIONS" reap; then
     say "in longer waits, was starved, and its connections' answers sat unread: counted by wrk only;"
     say "+ ms hookbin's other threads ran together: checkpoint, read-ahead, event hub...)"
     printf "$slice_cols  %s\n" t "req/s" "p50 ms" "p99 ms" "p99.9 ms" "max ms" "handler" "over p99" "wrk | worker | writer + rest" "reap progress"
-    slice_p99=(); slice_max=(); slice_froze=(); slice_others=(); slice_handler=(); slice_sched=(); slice_over=(); slice_judged=(); slice_out=(); done_after=-1
+    slice_p99=(); slice_max=(); slice_froze=(); slice_others=(); slice_handler=(); slice_sched=(); slice_over=(); slice_judged=(); slice_out=(); slice_machine=(); done_after=-1
     reaping=0; [[ -n ${rname:-} ]] || reaping=1
     for ((i = 1; i <= REAP_MAX_SLICES; i++)); do
         t=$(awk -v e="$expiry" -v n="$(date +%s.%N)" 'BEGIN { printf "%+.1f", n - e }')
         buckets_before=$(capture_buckets "$addr")
         slice_start=$(date +%s.%N)
+        machine_before=$(machine_ticks); busy_before=$(busy_ticks); server_before=$(cpu_ticks hookbin-reap)
         run_wrk hookbin-reap "reap-load-$i" "${REAP_SLICE}s" "http://$addr/r/$load"
+        # The machine's share of the slice: steal, and busy time neither hookbin's nor wrk's
+        # (kernel threads such as writeback, other programs, however short their bursts).
+        ticks=$(add_fields "0 0" "$machine_before" "$(machine_ticks)")
+        other=$(($(busy_ticks) - busy_before - ($(cpu_ticks hookbin-reap) - server_before) - WRK_TICKS))
+        slice_machine+=("$(steal_pct "0 0" "$ticks") $(other_pct "$other" "$ticks")")
         buckets_after=$(capture_buckets "$addr")
         slice_sched+=("$SCHED_LAST")
         read -r froze longest <<<"$(freezes_between "$FREEZES" "$slice_start" "$(date +%s.%N)")"
@@ -964,6 +970,10 @@ if has "$SECTIONS" reap; then
         if ((bursts > 0)); then
             worst_held+="; in that slice other programs took >= 25% of a core in $bursts x 0.25 s (up to $busiest%: $names)"
         fi
+        read -r steal other <<<"${slice_machine[k]}"
+        others=(); for m in "${slice_machine[@]}"; do others+=("${m#* }"); done
+        worst_held+="; the machine's CPU time in that slice: steal $steal%, neither hookbin's nor wrk's $other%"
+        worst_held+=" (median of the slices: $(median "${others[@]}")%)"
     fi
     HWM_KB[hookbin-reap]=$(hwm_kb hookbin-reap)
     stop_server hookbin-reap
