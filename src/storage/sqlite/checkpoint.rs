@@ -156,16 +156,12 @@ impl WalSize {
     }
 }
 
-/// The checkpoint thread's connection. Through walbuf where it is registered (as the writer's
-/// is): a copy's pages go to the database file in runs of 64 KiB rather than one `pwrite` each
-/// (crates/walbuf).
+/// The checkpoint thread's connection, through walbuf as the writer's: a copy's pages go to the
+/// database file in runs of 64 KiB rather than one `pwrite` each.
 pub fn open(path: &Path) -> Result<Connection, StoreError> {
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let conn = match walbuf::register() {
-        Ok(vfs) => Connection::open_with_flags_and_vfs(path, flags, vfs),
-        Err(_) => Connection::open_with_flags(path, flags),
-    }
-    .map_err(|e| StoreError::open(path, e))?;
+    let conn =
+        super::schema::open_through_walbuf(path, flags).map_err(|e| StoreError::open(path, e))?;
     conn.busy_timeout(BUSY_TIMEOUT)
         .map_err(|e| StoreError::open(path, e))?;
     Ok(conn)

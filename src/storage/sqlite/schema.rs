@@ -191,22 +191,25 @@ UPDATE bins SET last_request_id = max(last_request_id,
 ";
 
 /// Opens (creating if needed) the write connection and brings the schema up to date.
+/// Opens a connection that writes (the writer's, the checkpoint thread's) through walbuf: it
+/// hands each commit's WAL frames to the kernel in one write rather than two per page, and a
+/// checkpoint's copy in runs of pages (crates/walbuf). Readers see the same files through the
+/// default VFS. Where walbuf cannot be registered (not Unix), the default VFS does the same job
+/// with more system calls.
+pub(super) fn open_through_walbuf(path: &Path, flags: OpenFlags) -> rusqlite::Result<Connection> {
+    match walbuf::register() {
+        Ok(vfs) => Connection::open_with_flags_and_vfs(path, flags, vfs),
+        Err(_) => Connection::open_with_flags(path, flags),
+    }
+}
+
 pub fn open_writer(path: &Path, sync: Synchronous) -> Result<Connection, StoreError> {
     let open = |e| StoreError::open(path, e);
     create_private(path)?;
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
         | OpenFlags::SQLITE_OPEN_CREATE
         | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    // The writer goes through walbuf: it hands each commit's WAL frames to the kernel in one
-    // write rather than two per page, and its checkpoints' copies in runs of pages
-    // (crates/walbuf); so does the checkpoint thread (`checkpoint::open`). Readers see the same
-    // files through the default VFS. Where it cannot be registered (not Unix), the default VFS
-    // does the same job with more system calls.
-    let conn = match walbuf::register() {
-        Ok(vfs) => Connection::open_with_flags_and_vfs(path, flags, vfs),
-        Err(_) => Connection::open_with_flags(path, flags),
-    }
-    .map_err(open)?;
+    let conn = open_through_walbuf(path, flags).map_err(open)?;
     conn.busy_timeout(Duration::from_secs(5)).map_err(open)?;
     // Pragmas first and outside any transaction: journal_mode cannot change inside one.
     let mode: String = conn
