@@ -1,4 +1,4 @@
--- hookbin database schema, version 8 (`PRAGMA user_version`).
+-- hookbin database schema, version 9 (`PRAGMA user_version`).
 --
 -- Embedded in the binary (src/storage/schema.rs) and applied in one transaction when the database
 -- file is new; a file made by an older hookbin is brought up to this version by the migrations in
@@ -7,7 +7,12 @@
 
 -- A bin: the unguessable capture URL `/r/{id}` and what it answers.
 CREATE TABLE bins (
-    id            TEXT    PRIMARY KEY NOT NULL,
+    -- The bin's number inside this file, never shown: what its requests and answers refer to, so
+    -- that their rows and the requests' index hold an integer, not the 22-character id (schema
+    -- version 9). AUTOINCREMENT: a deleted bin's number is never given again, so a reader that
+    -- looked a bin up before it was deleted cannot read a newer bin's requests under it.
+    num           INTEGER PRIMARY KEY AUTOINCREMENT,
+    id            TEXT    NOT NULL UNIQUE,
     created_at    INTEGER NOT NULL,              -- unix milliseconds
     expires_at    INTEGER NOT NULL,              -- unix milliseconds; expired bins answer 404
     response      TEXT,                          -- custom ResponseSpec as JSON; NULL = default 200 ok
@@ -26,7 +31,7 @@ CREATE TABLE bins (
     -- request is stored in slot seq % ring, so that a full bin writes each capture over the
     -- request it evicts, index entry included (src/storage/sqlite/ring.rs).
     ring          INTEGER NOT NULL DEFAULT 0
-) WITHOUT ROWID;
+);
 
 -- The reaper walks bins by expiry.
 CREATE INDEX bins_by_expiry ON bins (expires_at);
@@ -37,7 +42,7 @@ CREATE TABLE bin_requests (
     -- Internal row id, never shown: SQLite picks it. Not AUTOINCREMENT: its per-insert
     -- sqlite_sequence update cost 15% of capture throughput, and nothing relies on its order.
     id             INTEGER PRIMARY KEY,
-    bin_id         TEXT    NOT NULL REFERENCES bins (id) ON DELETE CASCADE,
+    bin_num        INTEGER NOT NULL REFERENCES bins (num) ON DELETE CASCADE,
     -- The public request id: 1, 2, 3... within the bin, given by the writer, never reused (see
     -- bins.last_request_id). Per bin, so that a sender learns nothing about other bins' traffic.
     seq            INTEGER NOT NULL,
@@ -70,8 +75,10 @@ CREATE TABLE bin_requests (
 
 -- Lookups by public id, newest-first listing, cursor pagination, per-bin eviction of the oldest,
 -- and the foreign key's cascade all use this index. By slot, not by seq: a capture that
--- overwrites the request it evicts keeps the slot, and so leaves the index untouched.
-CREATE UNIQUE INDEX bin_requests_by_bin ON bin_requests (bin_id, slot);
+-- overwrites the request it evicts keeps the slot, and so leaves the index untouched. By the
+-- bin's number, not its text id: an entry of 3 integers rather than 31 bytes, so fewer leaves
+-- to split and write per commit, and no text to compare on every seek (schema version 9).
+CREATE UNIQUE INDEX bin_requests_by_bin ON bin_requests (bin_num, slot);
 
 -- The answers hookbin sent to a bin's captures, each stored once (version 8): a bin answers its
 -- captures with a handful of distinct responses (its default or custom one, a 413), and the
@@ -79,8 +86,8 @@ CREATE UNIQUE INDEX bin_requests_by_bin ON bin_requests (bin_id, slot);
 -- capture whose answer is not among them once there are 16 stores it in its own row
 -- (`bin_requests.response`). Removed with the bin, and when its requests are cleared.
 CREATE TABLE bin_responses (
-    bin_id TEXT    NOT NULL REFERENCES bins (id) ON DELETE CASCADE,
-    n      INTEGER NOT NULL,                     -- 1, 2, ... within the bin
-    record TEXT    NOT NULL,                     -- as bin_requests.response
-    PRIMARY KEY (bin_id, n)
+    bin_num INTEGER NOT NULL REFERENCES bins (num) ON DELETE CASCADE,
+    n       INTEGER NOT NULL,                    -- 1, 2, ... within the bin
+    record  TEXT    NOT NULL,                    -- as bin_requests.response
+    PRIMARY KEY (bin_num, n)
 ) WITHOUT ROWID;

@@ -7,7 +7,7 @@
 # made over the API. Then, for each size:
 #   - fill (not for 0): hookbin is stopped and sqlite3 copies the template row to the layout's
 #     bins up to the size, every column as hookbin stored it except the ones that say where and
-#     when (bin_id, seq, slot, received_at, path, subpath), interleaved in time like concurrent
+#     when (the bin, seq, slot, received_at, path, subpath), interleaved in time like concurrent
 #     senders; the bins' counters (request_count, last_request_id, bytes_used) are raised to
 #     match; then hookbin starts again and one copied request is read over the API and compared
 #     byte for byte with the template's body;
@@ -70,11 +70,18 @@ template() { # ADDR -> prints the template bin id
 fill() { # DB TEMPLATE_BIN TARGET
     local db=$1 tpl=$2 target=$3
     local cols exprs
+    # Schema 9 and later: rows name their bin by its number (bins.num), not its text id.
+    local of_bin="bin_id" of_tpl="bin_id = '$tpl'" num_col=""
+    if [[ $(sqlite3 "$db" "SELECT count(*) FROM pragma_table_info('bins') WHERE name = 'num'") == 1 ]]; then
+        of_bin="bin_num" of_tpl="bin_num = (SELECT num FROM bins WHERE id = '$tpl')"
+        num_col=", bins.num AS num"
+    fi
     # Every column of bin_requests, in order; the ones that say where and when are rewritten.
     cols=$(sqlite3 "$db" "SELECT group_concat(name, ', ') FROM pragma_table_info('bin_requests')")
     exprs=$(sqlite3 "$db" "SELECT group_concat(CASE name
         WHEN 'id' THEN 'NULL'
         WHEN 'bin_id' THEN 'b.id'
+        WHEN 'bin_num' THEN 'b.num'
         WHEN 'seq' THEN 'b.last + r.value'
         WHEN 'slot' THEN '(b.last + r.value) % b.ring'
         WHEN 'received_at' THEN 't.received_at - 86400000 + (b.last + r.value) * 10 + b.n % 10'
@@ -92,11 +99,12 @@ fill() { # DB TEMPLATE_BIN TARGET
     # fill copies from the template bin.
     local answers=""
     if [[ $(sqlite3 "$db" "SELECT count(*) FROM sqlite_schema WHERE name = 'bin_responses'") == 1 ]]; then
-        answers="INSERT OR IGNORE INTO bin_responses (bin_id, n, record)
-    SELECT b.id, a.n, a.record FROM b CROSS JOIN bin_responses a WHERE a.bin_id = '$tpl';"
+        answers="INSERT OR IGNORE INTO bin_responses ($of_bin, n, record)
+    SELECT b.${of_bin#bin_}, a.n, a.record FROM b CROSS JOIN bin_responses a WHERE a.$of_tpl;"
     fi
     local have per_bin_bytes
-    have=$(sqlite3 "$db" "SELECT count(*) FROM bin_requests WHERE bin_id IN (SELECT id FROM fill_bins)")
+    have=$(sqlite3 "$db" "SELECT count(*) FROM bin_requests r JOIN bins ON bins.${of_bin#bin_} = r.$of_bin
+        WHERE bins.id IN (SELECT id FROM fill_bins)")
     local nbins; nbins=$(sqlite3 "$db" "SELECT count(*) FROM fill_bins")
     local rounds=$(((target - have + nbins - 1) / nbins))
     ((rounds > 0)) || return 0
@@ -110,9 +118,9 @@ PRAGMA journal_mode = OFF;
 PRAGMA synchronous = OFF;
 PRAGMA cache_size = -1048576;
 BEGIN;
-CREATE TEMP TABLE t AS SELECT * FROM bin_requests WHERE bin_id = '$tpl';
+CREATE TEMP TABLE t AS SELECT * FROM bin_requests WHERE $of_tpl;
 CREATE TEMP TABLE b AS SELECT f.id, row_number() OVER (ORDER BY f.id) AS n, bins.last_request_id AS last,
-    $ring AS ring FROM fill_bins f JOIN bins ON bins.id = f.id;
+    $ring AS ring$num_col FROM fill_bins f JOIN bins ON bins.id = f.id;
 INSERT INTO bin_requests ($cols)
     SELECT $exprs FROM generate_series(1, $rounds) r CROSS JOIN b CROSS JOIN t;
 $answers

@@ -150,7 +150,7 @@ fn get_and_delete_bin_with_cascade() {
     // The rows went with the bin (ON DELETE CASCADE); the other bin is untouched.
     let count = |b: &str| {
         s.query_number(&format!(
-            "SELECT count(*) FROM bin_requests WHERE bin_id = '{b}'"
+            "SELECT count(*) FROM bin_requests WHERE bin_num = (SELECT num FROM bins WHERE id = '{b}')"
         ))
     };
     assert_eq!(count(&bin), 0);

@@ -84,7 +84,8 @@ fn readme_backup_commands_copy_a_live_database() {
         assert_eq!(check, "ok", "{}", file.display());
         let before: i64 = db
             .query_row(
-                "SELECT count(*) FROM bin_requests WHERE bin_id = ?1 AND CAST(body AS TEXT) LIKE 'before%'",
+                "SELECT count(*) FROM bin_requests WHERE bin_num = (SELECT num FROM bins WHERE id = ?1)
+                   AND CAST(body AS TEXT) LIKE 'before%'",
                 [&bin],
                 |r| r.get(0),
             )

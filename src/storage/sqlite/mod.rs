@@ -578,7 +578,8 @@ mod tests {
         // row id after row 101. Had the whole step gone first, it would have got row 2.
         let row: i64 = lock
             .query_row(
-                "SELECT max(id) FROM bin_requests WHERE bin_id = 'live'",
+                "SELECT max(id) FROM bin_requests
+                 WHERE bin_num = (SELECT num FROM bins WHERE id = 'live')",
                 [],
                 |r| r.get(0),
             )

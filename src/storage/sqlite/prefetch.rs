@@ -125,7 +125,7 @@ fn run(conn: &Connection, positions: &Receiver<i64>, read_to: &AtomicI64) {
 /// The rows with ids in `(?1, ?2]`, in id order, each with its index entry.
 const READ_ROWS: &str = "SELECT r.headers, r.body, i.id
        FROM bin_requests r
-       JOIN bin_requests i INDEXED BY bin_requests_by_bin ON i.bin_id = r.bin_id AND i.slot = r.slot
+       JOIN bin_requests i INDEXED BY bin_requests_by_bin ON i.bin_num = r.bin_num AND i.slot = r.slot
       WHERE r.id > ?1 AND r.id <= ?2 ORDER BY r.id";
 
 /// Reads the rows with ids in `(after, to]` and everything a delete of them touches: the row,
@@ -155,9 +155,9 @@ mod tests {
         conn.execute_batch(&format!(
             "INSERT INTO bins (id, created_at, expires_at) VALUES ('b1', 0, 1);
              WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {rows})
-             INSERT INTO bin_requests (id, bin_id, seq, slot, received_at, method, path, subpath,
+             INSERT INTO bin_requests (id, bin_num, seq, slot, received_at, method, path, subpath,
                  query, body_size, body_truncated, remote_addr, http_version, headers, body)
-             SELECT i, 'b1', i, i, 0, 'POST', '/r/b1', '', '', 5000, 0, '127.0.0.1', 'HTTP/1.1',
+             SELECT i, 1, i, i, 0, 'POST', '/r/b1', '', '', 5000, 0, '127.0.0.1', 'HTTP/1.1',
                  x'', randomblob(5000) FROM n;"
         ))
         .unwrap();
@@ -241,7 +241,7 @@ mod tests {
             plan,
             [
                 "SEARCH r USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)",
-                "SEARCH i USING COVERING INDEX bin_requests_by_bin (bin_id=? AND slot=?)"
+                "SEARCH i USING COVERING INDEX bin_requests_by_bin (bin_num=? AND slot=?)"
             ]
         );
         read_rows(&conn, 0, 5).unwrap();

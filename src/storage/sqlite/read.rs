@@ -124,7 +124,8 @@ pub fn bin(conn: &Connection, id: &str, now: i64) -> rusqlite::Result<Option<Bin
     .optional()
 }
 
-const SUMMARY_COLUMNS: &str = "seq, bin_id, received_at, method, path, subpath, query, \
+/// For [`walk`], whose `?6` is the bin's text id (rows name their bin by its number).
+const SUMMARY_COLUMNS: &str = "seq, ?6, received_at, method, path, subpath, query, \
      content_type, body_size, body_truncated, remote_addr";
 
 fn summary_from_row(row: &Row<'_>) -> rusqlite::Result<RequestSummary> {
@@ -148,8 +149,11 @@ fn summary_from_row(row: &Row<'_>) -> rusqlite::Result<RequestSummary> {
 ///
 /// The bin's ring and its rows are read in one transaction, so that they agree: a capture
 /// committed in between could have moved a slot on to a newer id. Each run of slots is walked
-/// through the `(bin_id, slot)` index in slot order, which is id order within a run; `seq` is
+/// through the `(bin_num, slot)` index in slot order, which is id order within a run; `seq` is
 /// checked too, so that a row can only ever be read under its own id.
+///
+/// The statement's parameters, which `columns` may use: `?1` the bin's number, `?2`-`?5` the
+/// run, `?6` the bin's text id.
 fn walk(
     conn: &Connection,
     bin: &str,
@@ -159,13 +163,13 @@ fn walk(
     mut each: impl FnMut(&Row<'_>) -> rusqlite::Result<bool>,
 ) -> rusqlite::Result<()> {
     let snapshot = conn.unchecked_transaction()?;
-    let Some(ring) = Ring::of(&snapshot, bin)? else {
+    let Some((num, ring)) = Ring::of(&snapshot, bin)? else {
         return Ok(());
     };
     let order = if newest_first { "DESC" } else { "ASC" };
     let mut stmt = snapshot.prepare_cached(&format!(
         "SELECT {columns} FROM bin_requests
-         WHERE bin_id = ?1 AND slot BETWEEN ?2 AND ?3 AND seq BETWEEN ?4 AND ?5
+         WHERE bin_num = ?1 AND slot BETWEEN ?2 AND ?3 AND seq BETWEEN ?4 AND ?5
          ORDER BY slot {order}"
     ))?;
     let runs = ring.runs(*ids.start(), *ids.end());
@@ -174,14 +178,18 @@ fn walk(
     } else {
         runs.collect()
     };
+    // `?6` only where `columns` name it: SQLite refuses more values than a statement takes.
+    let takes = stmt.parameter_count();
     for run in runs {
-        let mut rows = stmt.query(params![
-            bin,
-            run.slot_lo,
-            run.slot_hi,
-            run.seq_lo,
-            run.seq_hi
-        ])?;
+        let args: [&dyn rusqlite::ToSql; 6] = [
+            &num,
+            &run.slot_lo,
+            &run.slot_hi,
+            &run.seq_lo,
+            &run.seq_hi,
+            &bin,
+        ];
+        let mut rows = stmt.query(&args[..takes])?;
         while let Some(row) = rows.next()? {
             if !each(row)? {
                 return Ok(());
@@ -228,12 +236,13 @@ fn summaries(
     Ok(page)
 }
 
-/// For [`walk`], whose `?1` is the bin. The answer is in the row (requests captured before
-/// schema version 8, or beyond the bin's stored answers) or one of the bin's `bin_responses`.
-const REQUEST_COLUMNS: &str = "seq, bin_id, received_at, method, path, subpath, query, \
+/// For [`walk`], whose `?1` is the bin's number and `?6` its text id. The answer is in the row
+/// (requests captured before schema version 8, or beyond the bin's stored answers) or one of the
+/// bin's `bin_responses`.
+const REQUEST_COLUMNS: &str = "seq, ?6, received_at, method, path, subpath, query, \
      body_size, body_truncated, remote_addr, http_version, headers, body, \
      coalesce(response, (SELECT a.record FROM bin_responses AS a \
-         WHERE a.bin_id = ?1 AND a.n = bin_requests.response_n)), \
+         WHERE a.bin_num = ?1 AND a.n = bin_requests.response_n)), \
      body_codec";
 
 fn request_from_row(row: &Row<'_>) -> rusqlite::Result<StoredRequest> {
@@ -348,10 +357,10 @@ pub fn search_before(
     // Bodies are left out of the statement, not just of the result, when not asked for; the
     // recorded response is never searched.
     let columns = if with_body {
-        "seq, bin_id, received_at, method, path, subpath, query, body_size, body_truncated, \
+        "seq, ?6, received_at, method, path, subpath, query, body_size, body_truncated, \
          remote_addr, http_version, headers, body, NULL, body_codec"
     } else {
-        "seq, bin_id, received_at, method, path, subpath, query, body_size, body_truncated, \
+        "seq, ?6, received_at, method, path, subpath, query, body_size, body_truncated, \
          remote_addr, http_version, headers, X'', NULL, 0"
     };
     let mut page = SearchPage::default();
@@ -407,9 +416,9 @@ mod tests {
         let headers = headers::encode(&[]);
         for seq in 1..=n {
             conn.execute(
-                "INSERT INTO bin_requests (bin_id, seq, slot, received_at, method, path, subpath,
+                "INSERT INTO bin_requests (bin_num, seq, slot, received_at, method, path, subpath,
                  query, body_size, body_truncated, remote_addr, http_version, headers, body)
-                 VALUES ('b', ?1, ?1, 0, 'POST', '/r/b', '', '', 6, 0, '127.0.0.1', 'HTTP/1.1',
+                 VALUES ((SELECT num FROM bins WHERE id = 'b'), ?1, ?1, 0, 'POST', '/r/b', '', '', 6, 0, '127.0.0.1', 'HTTP/1.1',
                  ?2, ?3)",
                 params![seq, headers, format!("body {seq}").into_bytes()],
             )
@@ -425,9 +434,9 @@ mod tests {
             .unwrap();
         for seq in 7..=10 {
             conn.execute(
-                "INSERT INTO bin_requests (bin_id, seq, slot, received_at, method, path, subpath,
+                "INSERT INTO bin_requests (bin_num, seq, slot, received_at, method, path, subpath,
                  query, body_size, body_truncated, remote_addr, http_version, headers, body)
-                 VALUES ('b', ?1, ?1 % 4, 0, 'POST', '/r/b', '', '', 6, 0, '127.0.0.1',
+                 VALUES ((SELECT num FROM bins WHERE id = 'b'), ?1, ?1 % 4, 0, 'POST', '/r/b', '', '', 6, 0, '127.0.0.1',
                  'HTTP/1.1', x'', CAST(?1 AS BLOB))",
                 [seq],
             )
@@ -567,10 +576,10 @@ mod tests {
         let packed = super::super::body::pack(&body, false).unwrap();
         let insert = |seq: i64, stored: &[u8]| {
             conn.execute(
-                "INSERT INTO bin_requests (bin_id, seq, slot, received_at, method, path, subpath,
+                "INSERT INTO bin_requests (bin_num, seq, slot, received_at, method, path, subpath,
                  query, body_size, body_truncated, remote_addr, http_version, headers, body,
                  body_codec)
-                 VALUES ('b', ?1, ?1, 0, 'POST', '/r/b', '', '', ?2, 0, '127.0.0.1', 'HTTP/1.1',
+                 VALUES ((SELECT num FROM bins WHERE id = 'b'), ?1, ?1, 0, 'POST', '/r/b', '', '', ?2, 0, '127.0.0.1', 'HTTP/1.1',
                  x'', ?3, 1)",
                 params![seq, body.len() as i64, stored],
             )

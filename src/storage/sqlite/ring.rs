@@ -3,7 +3,7 @@
 //! A bin's ring is the request cap in force at its first capture (`bins.ring`, 0 until then).
 //! A bin never holds a request more than `ring - 1` ids older than its newest, so every stored
 //! request has a slot of its own, and a full bin writes each new capture over the row of the
-//! request it evicts, in place: same row, same slot, same `(bin_id, slot)` index entry. Before
+//! request it evicts, in place: same row, same slot, same `(bin_num, slot)` index entry. Before
 //! schema version 7 the index was `(bin_id, seq)`, and every capture into a full bin moved its
 //! recycled row's entry from the bin's first index leaf to its last: two thirds of the WAL
 //! bytes of a capture under load (bench/README.md, "Where the WAL's bytes go").
@@ -37,14 +37,18 @@ pub struct Run {
 }
 
 impl Ring {
-    /// The ring of `bin`, `None` when there is no such bin.
-    pub fn of(conn: &Connection, bin: &str) -> rusqlite::Result<Option<Ring>> {
-        conn.prepare_cached("SELECT ring, last_request_id FROM bins WHERE id = ?1")?
+    /// The number of `bin` (`bins.num`, what its rows name it by) and its ring, `None` when
+    /// there is no such bin.
+    pub fn of(conn: &Connection, bin: &str) -> rusqlite::Result<Option<(i64, Ring)>> {
+        conn.prepare_cached("SELECT num, ring, last_request_id FROM bins WHERE id = ?1")?
             .query_row([bin], |row| {
-                Ok(Ring {
-                    size: row.get(0)?,
-                    last: row.get(1)?,
-                })
+                Ok((
+                    row.get(0)?,
+                    Ring {
+                        size: row.get(1)?,
+                        last: row.get(2)?,
+                    },
+                ))
             })
             .optional()
     }

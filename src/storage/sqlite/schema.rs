@@ -25,7 +25,7 @@ pub const SCHEMA_SQL: &str = include_str!("../../../schema.sql");
 /// pages the writer touched, and RSS counts what it holds (peak RSS +14 MiB in that run).
 const WRITER_CACHE_KIB: u32 = 16 * 1024;
 /// `PRAGMA user_version` of a database made by this binary.
-pub const SCHEMA_VERSION: i64 = 8;
+pub const SCHEMA_VERSION: i64 = 9;
 
 /// One step up, from version `to - 1` to `to`.
 struct Migration {
@@ -75,7 +75,83 @@ const MIGRATIONS: &[Migration] = &[
         sql: V7_TO_V8,
         what: "each bin's answers stored once",
     },
+    Migration {
+        to: 9,
+        sql: V8_TO_V9,
+        what: "requests name their bin by its number",
+    },
 ];
+
+/// v9: each bin has a number (`bins.num`), and its requests and answers name it by that instead
+/// of its text id: the requests' index holds (integer, slot) rather than (22 characters, slot).
+/// All three tables are rebuilt and every row is copied once, in row order, keeping its row id,
+/// so request ids, slots and the reaper's walk in row order are as before. Bins are numbered in
+/// the order they were created.
+const V8_TO_V9: &str = "
+ALTER TABLE bins RENAME TO bins_v8;
+ALTER TABLE bin_requests RENAME TO bin_requests_v8;
+ALTER TABLE bin_responses RENAME TO bin_responses_v8;
+DROP INDEX bins_by_expiry;
+DROP INDEX bin_requests_by_bin;
+CREATE TABLE bins (
+    num           INTEGER PRIMARY KEY AUTOINCREMENT,
+    id            TEXT    NOT NULL UNIQUE,
+    created_at    INTEGER NOT NULL,
+    expires_at    INTEGER NOT NULL,
+    response      TEXT,
+    request_count INTEGER NOT NULL DEFAULT 0,
+    last_request_id INTEGER NOT NULL DEFAULT 0,
+    bytes_used    INTEGER NOT NULL DEFAULT 0,
+    view_token_hash BLOB,
+    ring          INTEGER NOT NULL DEFAULT 0
+);
+INSERT INTO bins (id, created_at, expires_at, response, request_count, last_request_id,
+        bytes_used, view_token_hash, ring)
+    SELECT id, created_at, expires_at, response, request_count, last_request_id, bytes_used,
+        view_token_hash, ring
+    FROM bins_v8 ORDER BY created_at, id;
+CREATE INDEX bins_by_expiry ON bins (expires_at);
+CREATE TABLE bin_requests (
+    id             INTEGER PRIMARY KEY,
+    bin_num        INTEGER NOT NULL REFERENCES bins (num) ON DELETE CASCADE,
+    seq            INTEGER NOT NULL,
+    slot           INTEGER NOT NULL,
+    received_at    INTEGER NOT NULL,
+    method         TEXT    NOT NULL,
+    path           TEXT    NOT NULL,
+    subpath        TEXT    NOT NULL,
+    query          TEXT    NOT NULL,
+    content_type   TEXT,
+    body_size      INTEGER NOT NULL,
+    body_truncated INTEGER NOT NULL,
+    remote_addr    TEXT    NOT NULL,
+    http_version   TEXT    NOT NULL,
+    headers        BLOB    NOT NULL,
+    body           BLOB    NOT NULL,
+    response       TEXT,
+    body_codec     INTEGER NOT NULL DEFAULT 0,
+    response_n     INTEGER
+);
+INSERT INTO bin_requests (id, bin_num, seq, slot, received_at, method, path, subpath, query,
+        content_type, body_size, body_truncated, remote_addr, http_version, headers, body,
+        response, body_codec, response_n)
+    SELECT r.id, b.num, r.seq, r.slot, r.received_at, r.method, r.path, r.subpath, r.query,
+        r.content_type, r.body_size, r.body_truncated, r.remote_addr, r.http_version, r.headers,
+        r.body, r.response, r.body_codec, r.response_n
+    FROM bin_requests_v8 r JOIN bins b ON b.id = r.bin_id ORDER BY r.id;
+CREATE UNIQUE INDEX bin_requests_by_bin ON bin_requests (bin_num, slot);
+CREATE TABLE bin_responses (
+    bin_num INTEGER NOT NULL REFERENCES bins (num) ON DELETE CASCADE,
+    n       INTEGER NOT NULL,
+    record  TEXT    NOT NULL,
+    PRIMARY KEY (bin_num, n)
+) WITHOUT ROWID;
+INSERT INTO bin_responses (bin_num, n, record)
+    SELECT b.num, a.n, a.record FROM bin_responses_v8 a JOIN bins b ON b.id = a.bin_id;
+DROP TABLE bin_responses_v8;
+DROP TABLE bin_requests_v8;
+DROP TABLE bins_v8;
+";
 
 /// v8: the answers a bin's captures got are stored once per bin (`bin_responses`), and a request
 /// names its answer there (`bin_requests.response_n`). Existing requests keep theirs in their own
@@ -443,7 +519,10 @@ mod tests {
         let conn = open_writer(&path, Synchronous::Normal).unwrap();
         assert_eq!(version(&conn), SCHEMA_VERSION);
         let rows: Vec<(String, i64, String, Vec<u8>)> = conn
-            .prepare("SELECT bin_id, seq, method, body FROM bin_requests ORDER BY bin_id, seq")
+            .prepare(
+                "SELECT b.id, r.seq, r.method, r.body FROM bin_requests r
+                 JOIN bins b ON b.num = r.bin_num ORDER BY b.id, r.seq",
+            )
             .unwrap()
             .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
             .unwrap()
@@ -505,6 +584,118 @@ mod tests {
         // Opening it again changes nothing.
         let again = open_writer(&path, Synchronous::Normal).unwrap();
         assert_eq!(version(&again), SCHEMA_VERSION);
+    }
+
+    /// `schema.sql` as it was at version 8, kept verbatim.
+    const SCHEMA_V8: &str = include_str!("../../../tests/data/schema-v8.sql");
+
+    #[test]
+    fn a_version_8_file_keeps_every_row_id_slot_and_answer_with_bins_numbered_by_age() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v8.db");
+        {
+            let old = Connection::open(&path).unwrap();
+            old.execute_batch(&format!("{SCHEMA_V8}; PRAGMA user_version = 8;"))
+                .unwrap();
+            // Bin 'z' is the older one; 'a' holds a wrapped ring (slots 1, 0 for ids 3, 4) and
+            // an answer stored once; 'e' has no requests.
+            old.execute_batch(
+                "INSERT INTO bins (id, created_at, expires_at, request_count, last_request_id,
+                     bytes_used, ring) VALUES
+                   ('a', 20, 9999999999999, 2, 4, 2, 2),
+                   ('z', 10, 9999999999999, 1, 1, 1, 1000),
+                   ('e', 30, 9999999999999, 0, 0, 0, 0);
+                 INSERT INTO bin_responses VALUES ('a', 1, '{\"status\":200}');
+                 INSERT INTO bin_requests (id, bin_id, seq, slot, received_at, method, path,
+                     subpath, query, body_size, body_truncated, remote_addr, http_version,
+                     headers, body, response, body_codec, response_n) VALUES
+                   (7, 'a', 3, 1, 1, 'POST', '/r/a', '', '', 1, 0, '::1', 'HTTP/1.1', x'', x'61',
+                    NULL, 0, 1),
+                   (8, 'z', 1, 1, 2, 'GET', '/r/z', '', 'q', 1, 0, '::1', 'HTTP/1.1', x'', x'7a',
+                    '{\"status\":201}', 0, NULL),
+                   (9, 'a', 4, 0, 3, 'PUT', '/r/a', '', '', 1, 0, '::1', 'HTTP/1.1', x'', x'62',
+                    NULL, 0, 1);",
+            )
+            .unwrap();
+        }
+        let conn = open_writer(&path, Synchronous::Normal).unwrap();
+        assert_eq!(version(&conn), SCHEMA_VERSION);
+        let bins: Vec<(i64, String, i64)> = conn
+            .prepare("SELECT num, id, ring FROM bins ORDER BY num")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(
+            bins,
+            [
+                (1, "z".to_owned(), 1000),
+                (2, "a".to_owned(), 2),
+                (3, "e".to_owned(), 0)
+            ]
+        );
+        type Row = (i64, String, i64, i64, Vec<u8>, Option<String>);
+        let rows: Vec<Row> = conn
+            .prepare(
+                "SELECT r.id, b.id, r.seq, r.slot, r.body,
+                     coalesce(r.response, (SELECT record FROM bin_responses a
+                         WHERE a.bin_num = r.bin_num AND a.n = r.response_n))
+                 FROM bin_requests r JOIN bins b ON b.num = r.bin_num ORDER BY r.id",
+            )
+            .unwrap()
+            .query_map([], |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                ))
+            })
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let ok = Some(r#"{"status":200}"#.to_owned());
+        assert_eq!(
+            rows,
+            [
+                (7, "a".to_owned(), 3, 1, b"a".to_vec(), ok.clone()),
+                (
+                    8,
+                    "z".to_owned(),
+                    1,
+                    1,
+                    b"z".to_vec(),
+                    Some(r#"{"status":201}"#.to_owned())
+                ),
+                (9, "a".to_owned(), 4, 0, b"b".to_vec(), ok),
+            ]
+        );
+        // The foreign keys hold, and cascade from the new numbers.
+        conn.execute("DELETE FROM bins WHERE id = 'a'", []).unwrap();
+        let left: (i64, i64) = conn
+            .query_row(
+                "SELECT (SELECT count(*) FROM bin_requests), (SELECT count(*) FROM bin_responses)",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        assert_eq!(left, (1, 0));
+        // A bin made now gets a number never given before, even after the newest one went.
+        conn.execute("DELETE FROM bins WHERE id = 'e'", []).unwrap();
+        conn.execute(
+            "INSERT INTO bins (id, created_at, expires_at) VALUES ('n', 40, 50)",
+            [],
+        )
+        .unwrap();
+        let num: i64 = conn
+            .query_row("SELECT num FROM bins WHERE id = 'n'", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(num, 4);
+        let fresh = open_writer(&dir.path().join("new.db"), Synchronous::Normal).unwrap();
+        assert_eq!(shape(&conn), shape(&fresh));
     }
 
     #[test]

@@ -589,6 +589,8 @@ fn mismatch() -> StoreError {
 
 /// What a run does to one bin.
 struct BinTally {
+    /// The bin's number (`bins.num`), what its rows name it by; 0 when it does not exist.
+    num: i64,
     /// `None` when the bin does not exist.
     expires_at: Option<i64>,
     /// The bin's request count and stored bytes before this run.
@@ -613,7 +615,7 @@ fn insert_run(conn: &Connection, run: &[&NewCapture]) -> rusqlite::Result<Vec<Ca
     let mut bins: Vec<(&str, BinTally)> = Vec::new();
     let mut outcomes = Vec::with_capacity(run.len());
     let mut lookup = conn.prepare_cached(
-        "SELECT expires_at, request_count, last_request_id, bytes_used, ring FROM bins
+        "SELECT expires_at, request_count, last_request_id, bytes_used, ring, num FROM bins
          WHERE id = ?1",
     )?;
     for (i, capture) in run.iter().enumerate() {
@@ -621,7 +623,7 @@ fn insert_run(conn: &Connection, run: &[&NewCapture]) -> rusqlite::Result<Vec<Ca
         let at = match bins.iter().position(|(id, _)| *id == r.bin_id) {
             Some(at) => at,
             None => {
-                let found: Option<(i64, i64, i64, i64, i64)> = lookup
+                let found: Option<(i64, i64, i64, i64, i64, i64)> = lookup
                     .query_row([&r.bin_id], |row| {
                         Ok((
                             row.get(0)?,
@@ -629,12 +631,14 @@ fn insert_run(conn: &Connection, run: &[&NewCapture]) -> rusqlite::Result<Vec<Ca
                             row.get(2)?,
                             row.get(3)?,
                             row.get(4)?,
+                            row.get(5)?,
                         ))
                     })
                     .optional()?;
                 bins.push((
                     r.bin_id.as_str(),
                     BinTally {
+                        num: found.map_or(0, |f| f.5),
                         expires_at: found.map(|f| f.0),
                         count: found.map_or(0, |f| f.1 as u64),
                         bytes: found.map_or(0, |f| f.3.max(0) as u64),
@@ -661,8 +665,8 @@ fn insert_run(conn: &Connection, run: &[&NewCapture]) -> rusqlite::Result<Vec<Ca
         });
     }
     let mut statements = RunStatements::prepare(conn)?;
-    for (bin, tally) in bins.iter().filter(|(_, t)| !t.new.is_empty()) {
-        let evicted = store_bin(conn, &mut statements, bin, tally, run)?;
+    for (_, tally) in bins.iter().filter(|(_, t)| !t.new.is_empty()) {
+        let evicted = store_bin(conn, &mut statements, tally, run)?;
         let last = tally.new[tally.new.len() - 1].0;
         if let CaptureOutcome::Stored { evicted: e, .. } = &mut outcomes[last] {
             *e = evicted;
@@ -691,7 +695,7 @@ impl<'c> RunStatements<'c> {
             oldest: conn.prepare_cached(
                 "SELECT id, seq, CASE body_codec WHEN 0 THEN length(body) ELSE body_size END
                      + length(headers) FROM bin_requests INDEXED BY bin_requests_by_bin
-                   WHERE bin_id = ?1 AND slot BETWEEN ?2 AND ?3 AND seq BETWEEN ?4 AND ?5",
+                   WHERE bin_num = ?1 AND slot BETWEEN ?2 AND ?3 AND seq BETWEEN ?4 AND ?5",
             )?,
             delete: conn.prepare_cached("DELETE FROM bin_requests WHERE id = ?1")?,
             overwrite: conn.prepare_cached(
@@ -702,7 +706,7 @@ impl<'c> RunStatements<'c> {
                  WHERE id = ?1",
             )?,
             insert: conn.prepare_cached(
-                "INSERT INTO bin_requests (bin_id, seq, received_at, method, path, subpath, query,
+                "INSERT INTO bin_requests (bin_num, seq, received_at, method, path, subpath, query,
                      content_type, body_size, body_truncated, remote_addr, http_version, headers,
                      body, response, body_codec, response_n, slot)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
@@ -711,10 +715,10 @@ impl<'c> RunStatements<'c> {
             settle: conn.prepare_cached(
                 "UPDATE bins SET request_count = ?2, last_request_id = ?3, bytes_used = ?4,
                      ring = ?5
-                 WHERE id = ?1",
+                 WHERE num = ?1",
             )?,
             answer: conn
-                .prepare_cached("SELECT n FROM bin_responses WHERE bin_id = ?1 AND record = ?2")?,
+                .prepare_cached("SELECT n FROM bin_responses WHERE bin_num = ?1 AND record = ?2")?,
         })
     }
 }
@@ -735,17 +739,17 @@ impl<'c> RunStatements<'c> {
 /// no new capture takes (a lowered cap, the byte quota) are deleted.
 ///
 /// The oldest rows are walked through INDEXED BY without ORDER BY: SQLite re-prepares, on every
-/// use, any statement here that combines `bin_id = ?` with ORDER BY (measured with
+/// use, any statement here that combines the bin's `= ?1` with ORDER BY (measured with
 /// `sqlite3_stmt_status(REPREPARE)`: it spent 10% of the writer's time re-parsing itself).
-/// INDEXED BY fixes the scan to `bin_requests_by_bin`, whose order is (bin_id, slot), so each run
+/// INDEXED BY fixes the scan to `bin_requests_by_bin`, whose order is (bin_num, slot), so each run
 /// of slots comes oldest first; `length()` of a blob does not read its overflow pages.
 fn store_bin(
     conn: &Connection,
     statements: &mut RunStatements,
-    bin: &str,
     tally: &BinTally,
     run: &[&NewCapture],
 ) -> rusqlite::Result<u64> {
+    let bin = tally.num;
     let new_bytes = |&(i, _): &(usize, i64)| run[i].stored_bytes();
     let size = match tally.ring {
         0 => Ring::for_cap(tally.max_per_bin),
@@ -851,13 +855,14 @@ const MAX_ANSWERS_PER_BIN: usize = 16;
 /// record is some 260 bytes, half of a small capture's row: storing it in every row made each
 /// capture write 11-18% more bytes to the disk (`bench/run.sh`, RESULTS.md 2026-12-03 14:34).
 struct Answers<'a> {
-    bin: &'a str,
+    /// The bin's number.
+    bin: i64,
     /// The previous capture's answer and where it went: a run's captures mostly share one.
     last: Option<(&'a Arc<str>, Option<i64>)>,
 }
 
 impl<'a> Answers<'a> {
-    fn new(bin: &'a str) -> Self {
+    fn new(bin: i64) -> Self {
         Answers { bin, last: None }
     }
 
@@ -890,12 +895,12 @@ impl<'a> Answers<'a> {
                 let (stored, last): (i64, i64) = conn
                     .prepare_cached(
                         "SELECT count(*), coalesce(max(n), 0) FROM bin_responses
-                         WHERE bin_id = ?1",
+                         WHERE bin_num = ?1",
                     )?
                     .query_row([self.bin], |row| Ok((row.get(0)?, row.get(1)?)))?;
                 if (stored as usize) < MAX_ANSWERS_PER_BIN {
                     conn.prepare_cached(
-                        "INSERT INTO bin_responses (bin_id, n, record) VALUES (?1, ?2, ?3)",
+                        "INSERT INTO bin_responses (bin_num, n, record) VALUES (?1, ?2, ?3)",
                     )?
                     .execute(params![self.bin, last + 1, text])?;
                     Some(last + 1)
@@ -1028,23 +1033,23 @@ fn set_response(
 }
 
 fn delete_request(conn: &Connection, bin: &str, id: i64) -> rusqlite::Result<bool> {
-    let Some(ring) = Ring::of(conn, bin)?.filter(|r| r.size > 0) else {
+    let Some((num, ring)) = Ring::of(conn, bin)?.filter(|(_, r)| r.size > 0) else {
         return Ok(false);
     };
     let size: Option<i64> = conn
         .prepare_cached(
-            "DELETE FROM bin_requests WHERE bin_id = ?1 AND slot = ?2 AND seq = ?3
+            "DELETE FROM bin_requests WHERE bin_num = ?1 AND slot = ?2 AND seq = ?3
              RETURNING CASE body_codec WHEN 0 THEN length(body) ELSE body_size END
                  + length(headers)",
         )?
-        .query_row(params![bin, ring.slot(id), id], |row| row.get(0))
+        .query_row(params![num, ring.slot(id), id], |row| row.get(0))
         .optional()?;
     if let Some(size) = size {
         conn.prepare_cached(
             "UPDATE bins SET request_count = request_count - 1,
-                 bytes_used = max(bytes_used - ?2, 0) WHERE id = ?1",
+                 bytes_used = max(bytes_used - ?2, 0) WHERE num = ?1",
         )?
-        .execute(params![bin, size])?;
+        .execute(params![num, size])?;
     }
     Ok(size.is_some())
 }
@@ -1052,10 +1057,14 @@ fn delete_request(conn: &Connection, bin: &str, id: i64) -> rusqlite::Result<boo
 /// Deletes every request of the bin, and the answers they got. Its ring starts again at its next
 /// capture, with the cap then in force.
 fn clear_requests(conn: &Connection, bin: &str) -> rusqlite::Result<()> {
-    conn.prepare_cached("DELETE FROM bin_requests WHERE bin_id = ?1")?
-        .execute([bin])?;
-    conn.prepare_cached("DELETE FROM bin_responses WHERE bin_id = ?1")?
-        .execute([bin])?;
+    conn.prepare_cached(
+        "DELETE FROM bin_requests WHERE bin_num = (SELECT num FROM bins WHERE id = ?1)",
+    )?
+    .execute([bin])?;
+    conn.prepare_cached(
+        "DELETE FROM bin_responses WHERE bin_num = (SELECT num FROM bins WHERE id = ?1)",
+    )?
+    .execute([bin])?;
     conn.prepare_cached(
         "UPDATE bins SET request_count = 0, bytes_used = 0, ring = 0 WHERE id = ?1",
     )?
@@ -1157,8 +1166,8 @@ fn stop_read_ahead() {
 struct Walk {
     /// Their row ids, in row order (at most `budget`).
     rows: Vec<i64>,
-    /// The bins they belong to.
-    bins: Vec<String>,
+    /// The bins they belong to: number and id.
+    bins: Vec<(i64, String)>,
     /// The last row id looked at.
     last_seen: i64,
 }
@@ -1170,8 +1179,8 @@ fn expired_rows_after(
     budget: usize,
 ) -> rusqlite::Result<Walk> {
     let mut next = conn.prepare_cached(
-        "SELECT r.id, r.bin_id, b.expires_at <= ?2 FROM bin_requests r JOIN bins b ON b.id = r.bin_id
-           WHERE r.id > ?1 ORDER BY r.id",
+        "SELECT r.id, r.bin_num, b.expires_at <= ?2, b.id FROM bin_requests r
+           JOIN bins b ON b.num = r.bin_num WHERE r.id > ?1 ORDER BY r.id",
     )?;
     let mut found = next.query(params![after, now])?;
     let mut walk = Walk {
@@ -1186,10 +1195,10 @@ fn expired_rows_after(
             continue;
         }
         walk.rows.push(walk.last_seen);
-        let bin = row.get_ref(1)?.as_str()?;
+        let bin: i64 = row.get(1)?;
         // The rows of a few bins at a time: a scan of the list beats hashing.
-        if !walk.bins.iter().any(|b| b == bin) {
-            walk.bins.push(bin.to_owned());
+        if !walk.bins.iter().any(|(b, _)| *b == bin) {
+            walk.bins.push((bin, row.get(3)?));
         }
         if walk.rows.len() == budget {
             break;
@@ -1199,17 +1208,21 @@ fn expired_rows_after(
 }
 
 /// Deletes these rows, then those of their bins that have no request left.
-fn reap_rows(conn: &Connection, rows: &[i64], bins: Vec<String>) -> rusqlite::Result<ReapProgress> {
+fn reap_rows(
+    conn: &Connection,
+    rows: &[i64],
+    bins: Vec<(i64, String)>,
+) -> rusqlite::Result<ReapProgress> {
     let mut progress = ReapProgress {
         requests_deleted: delete_rows(conn, rows)?,
         ..ReapProgress::default()
     };
     let mut any = conn.prepare_cached(
-        "SELECT 1 FROM bin_requests INDEXED BY bin_requests_by_bin WHERE bin_id = ?1 AND slot >= 0",
+        "SELECT 1 FROM bin_requests INDEXED BY bin_requests_by_bin WHERE bin_num = ?1 AND slot >= 0",
     )?;
     let mut emptied = Vec::new();
     for bin in bins {
-        if !any.exists([&bin])? {
+        if !any.exists([bin.0])? {
             emptied.push(bin);
         }
     }
@@ -1217,16 +1230,17 @@ fn reap_rows(conn: &Connection, rows: &[i64], bins: Vec<String>) -> rusqlite::Re
     Ok(progress)
 }
 
-/// Deletes bins whose requests a step has just deleted (no cascade left to run) and reports them.
+/// Deletes bins whose requests a step has just deleted (no cascade left to run) and reports them
+/// by id. `bins`: number and id.
 fn delete_emptied_bins(
     conn: &Connection,
-    bins: Vec<String>,
+    bins: Vec<(i64, String)>,
     progress: &mut ReapProgress,
 ) -> rusqlite::Result<()> {
-    let mut delete_bin = conn.prepare_cached("DELETE FROM bins WHERE id = ?1")?;
-    for bin in bins {
-        delete_bin.execute([&bin])?;
-        progress.bins_deleted.push(bin);
+    let mut delete_bin = conn.prepare_cached("DELETE FROM bins WHERE num = ?1")?;
+    for (num, id) in bins {
+        delete_bin.execute([num])?;
+        progress.bins_deleted.push(id);
     }
     Ok(())
 }
@@ -1252,10 +1266,10 @@ fn delete_rows(conn: &Connection, rows: &[i64]) -> rusqlite::Result<u64> {
 fn reap_by_bin(conn: &Connection, now: i64, budget: usize) -> rusqlite::Result<ReapProgress> {
     let mut progress = ReapProgress::default();
     let mut expired = conn.prepare_cached(
-        "SELECT id FROM bins WHERE expires_at <= ?1 ORDER BY expires_at, id LIMIT 64",
+        "SELECT num, id FROM bins WHERE expires_at <= ?1 ORDER BY expires_at, id LIMIT 64",
     )?;
-    let ids: Vec<String> = expired
-        .query_map([now], |row| row.get(0))?
+    let ids: Vec<(i64, String)> = expired
+        .query_map([now], |row| Ok((row.get(0)?, row.get(1)?)))?
         .collect::<Result<_, _>>()?;
     if ids.is_empty() {
         progress.done = true;
@@ -1266,13 +1280,13 @@ fn reap_by_bin(conn: &Connection, now: i64, budget: usize) -> rusqlite::Result<R
     // rows' ids only until a ring wraps; an expired bin goes whole, so any order does.
     let mut oldest = conn.prepare_cached(
         "SELECT id FROM bin_requests INDEXED BY bin_requests_by_bin
-           WHERE bin_id = ?1 AND slot >= 0 LIMIT ?2",
+           WHERE bin_num = ?1 AND slot >= 0 LIMIT ?2",
     )?;
     let mut rows = Vec::with_capacity(per_bin * ids.len());
     let mut emptied = Vec::new();
     for id in ids {
         let before = rows.len();
-        let found = oldest.query_map(params![id, per_bin as i64], |row| row.get::<_, i64>(0))?;
+        let found = oldest.query_map(params![id.0, per_bin as i64], |row| row.get::<_, i64>(0))?;
         for row in found {
             rows.push(row?);
         }
@@ -1646,10 +1660,13 @@ mod tests {
             .execute_batch(&format!(
                 "UPDATE bins SET ring = {}, last_request_id = 9, request_count = 2
                    WHERE id = '{BIN}';
-                 INSERT INTO bin_requests (bin_id, seq, slot, received_at, method, path, subpath,
+                 INSERT INTO bin_requests (bin_num, seq, slot, received_at, method, path, subpath,
                    query, body_size, body_truncated, remote_addr, http_version, headers, body)
-                 VALUES ('{BIN}', 5, 5, 0, 'OLD', '/', '', '', 0, 0, '', 'HTTP/1.1', x'', x''),
-                        ('{BIN}', 9, 9, 0, 'OLD', '/', '', '', 0, 0, '', 'HTTP/1.1', x'', x'');",
+                 SELECT num, 5, 5, 0, 'OLD', '/', '', '', 0, 0, '', 'HTTP/1.1', x'', x''
+                   FROM bins WHERE id = '{BIN}'
+                 UNION ALL
+                 SELECT num, 9, 9, 0, 'OLD', '/', '', '', 0, 0, '', 'HTTP/1.1', x'', x''
+                   FROM bins WHERE id = '{BIN}';",
                 super::super::ring::UNBOUNDED
             ))
             .unwrap();
@@ -1726,7 +1743,7 @@ mod tests {
         let mut stmt = f
             .conn
             .prepare(
-                "SELECT seq, response, response_n FROM bin_requests WHERE bin_id = ?1 ORDER BY seq",
+                "SELECT seq, response, response_n FROM bin_requests WHERE bin_num = (SELECT num FROM bins WHERE id = ?1) ORDER BY seq",
             )
             .unwrap();
         stmt.query_map([bin], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
@@ -1758,7 +1775,7 @@ mod tests {
         f.commit(&mut batch);
         assert_eq!(
             f.number(&format!(
-                "SELECT count(*) FROM bin_responses WHERE bin_id = '{BIN}'"
+                "SELECT count(*) FROM bin_responses WHERE bin_num = (SELECT num FROM bins WHERE id = '{BIN}')"
             )),
             2
         );
@@ -1791,7 +1808,7 @@ mod tests {
         f.commit(&mut batch);
         assert_eq!(read_answer(&f, "b2", 11), parse(&ok));
         assert_eq!(
-            f.number("SELECT count(*) FROM bin_requests WHERE bin_id = 'b2'"),
+            f.number("SELECT count(*) FROM bin_requests WHERE bin_num = (SELECT num FROM bins WHERE id = 'b2')"),
             2
         );
     }
@@ -1846,7 +1863,7 @@ mod tests {
         f.commit(&mut batch);
         let answers = |f: &Fixture, bin: &str| {
             f.number(&format!(
-                "SELECT count(*) FROM bin_responses WHERE bin_id = '{bin}'"
+                "SELECT count(*) FROM bin_responses WHERE bin_num = (SELECT num FROM bins WHERE id = '{bin}')"
             ))
         };
         assert_eq!((answers(&f, BIN), answers(&f, "b2")), (1, 1));
@@ -1900,7 +1917,7 @@ mod tests {
 
     fn rows_of(f: &Fixture, bin: &str) -> i64 {
         f.number(&format!(
-            "SELECT count(*) FROM bin_requests WHERE bin_id = '{bin}'"
+            "SELECT count(*) FROM bin_requests WHERE bin_num = (SELECT num FROM bins WHERE id = '{bin}')"
         ))
     }
 
@@ -1918,7 +1935,7 @@ mod tests {
         assert!(first.step_time.is_some());
         assert_eq!((rows_of(&f, "e1"), rows_of(&f, "e2")), (3, 1));
         assert_eq!(
-            f.number("SELECT min(id) FROM bin_requests WHERE bin_id <> 'b1'"),
+            f.number("SELECT min(id) FROM bin_requests WHERE bin_num <> (SELECT num FROM bins WHERE id = 'b1')"),
             7,
             "the oldest rows go first"
         );
@@ -1946,7 +1963,7 @@ mod tests {
         assert_eq!(first.bins_deleted, ["empty"]);
         assert_eq!((rows_of(&f, "e1"), rows_of(&f, "e2")), (3, 1));
         assert_eq!(
-            f.number("SELECT min(seq) FROM bin_requests WHERE bin_id = 'e1'"),
+            f.number("SELECT min(seq) FROM bin_requests WHERE bin_num = (SELECT num FROM bins WHERE id = 'e1')"),
             3,
             "the oldest go first"
         );
