@@ -418,7 +418,8 @@ mod tests {
             conn.execute(
                 "INSERT INTO bin_requests (bin_num, seq, slot, received_at, method, path, subpath,
                  query, body_size, body_truncated, remote_addr, http_version, headers, body)
-                 VALUES ((SELECT num FROM bins WHERE id = 'b'), ?1, ?1, 0, 'POST', '/r/b', '', '', 6, 0, '127.0.0.1', 'HTTP/1.1',
+                 VALUES ((SELECT num FROM bins WHERE id = 'b'),
+                 ?1, ?1, 0, 'POST', '/r/b', '', '', 6, 0, '127.0.0.1', 'HTTP/1.1',
                  ?2, ?3)",
                 params![seq, headers, format!("body {seq}").into_bytes()],
             )
@@ -436,7 +437,8 @@ mod tests {
             conn.execute(
                 "INSERT INTO bin_requests (bin_num, seq, slot, received_at, method, path, subpath,
                  query, body_size, body_truncated, remote_addr, http_version, headers, body)
-                 VALUES ((SELECT num FROM bins WHERE id = 'b'), ?1, ?1 % 4, 0, 'POST', '/r/b', '', '', 6, 0, '127.0.0.1',
+                 VALUES ((SELECT num FROM bins WHERE id = 'b'),
+                 ?1, ?1 % 4, 0, 'POST', '/r/b', '', '', 6, 0, '127.0.0.1',
                  'HTTP/1.1', x'', CAST(?1 AS BLOB))",
                 [seq],
             )
@@ -579,7 +581,8 @@ mod tests {
                 "INSERT INTO bin_requests (bin_num, seq, slot, received_at, method, path, subpath,
                  query, body_size, body_truncated, remote_addr, http_version, headers, body,
                  body_codec)
-                 VALUES ((SELECT num FROM bins WHERE id = 'b'), ?1, ?1, 0, 'POST', '/r/b', '', '', ?2, 0, '127.0.0.1', 'HTTP/1.1',
+                 VALUES ((SELECT num FROM bins WHERE id = 'b'),
+                 ?1, ?1, 0, 'POST', '/r/b', '', '', ?2, 0, '127.0.0.1', 'HTTP/1.1',
                  x'', ?3, 1)",
                 params![seq, body.len() as i64, stored],
             )

@@ -1057,18 +1057,17 @@ fn delete_request(conn: &Connection, bin: &str, id: i64) -> rusqlite::Result<boo
 /// Deletes every request of the bin, and the answers they got. Its ring starts again at its next
 /// capture, with the cap then in force.
 fn clear_requests(conn: &Connection, bin: &str) -> rusqlite::Result<()> {
+    let Some((num, _)) = Ring::of(conn, bin)? else {
+        return Ok(());
+    };
+    conn.prepare_cached("DELETE FROM bin_requests WHERE bin_num = ?1")?
+        .execute([num])?;
+    conn.prepare_cached("DELETE FROM bin_responses WHERE bin_num = ?1")?
+        .execute([num])?;
     conn.prepare_cached(
-        "DELETE FROM bin_requests WHERE bin_num = (SELECT num FROM bins WHERE id = ?1)",
+        "UPDATE bins SET request_count = 0, bytes_used = 0, ring = 0 WHERE num = ?1",
     )?
-    .execute([bin])?;
-    conn.prepare_cached(
-        "DELETE FROM bin_responses WHERE bin_num = (SELECT num FROM bins WHERE id = ?1)",
-    )?
-    .execute([bin])?;
-    conn.prepare_cached(
-        "UPDATE bins SET request_count = 0, bytes_used = 0, ring = 0 WHERE id = ?1",
-    )?
-    .execute([bin])?;
+    .execute([num])?;
     Ok(())
 }
 
@@ -1221,9 +1220,9 @@ fn reap_rows(
         "SELECT 1 FROM bin_requests INDEXED BY bin_requests_by_bin WHERE bin_num = ?1 AND slot >= 0",
     )?;
     let mut emptied = Vec::new();
-    for bin in bins {
-        if !any.exists([bin.0])? {
-            emptied.push(bin);
+    for (num, id) in bins {
+        if !any.exists([num])? {
+            emptied.push((num, id));
         }
     }
     delete_emptied_bins(conn, emptied, &mut progress)?;
@@ -1268,31 +1267,31 @@ fn reap_by_bin(conn: &Connection, now: i64, budget: usize) -> rusqlite::Result<R
     let mut expired = conn.prepare_cached(
         "SELECT num, id FROM bins WHERE expires_at <= ?1 ORDER BY expires_at, id LIMIT 64",
     )?;
-    let ids: Vec<(i64, String)> = expired
+    let bins: Vec<(i64, String)> = expired
         .query_map([now], |row| Ok((row.get(0)?, row.get(1)?)))?
         .collect::<Result<_, _>>()?;
-    if ids.is_empty() {
+    if bins.is_empty() {
         progress.done = true;
         return Ok(progress);
     }
-    let per_bin = budget.div_ceil(ids.len()).max(1);
+    let per_bin = budget.div_ceil(bins.len()).max(1);
     // INDEXED BY without ORDER BY, as in `store_bin`: in slot order, which is the order of the
     // rows' ids only until a ring wraps; an expired bin goes whole, so any order does.
     let mut oldest = conn.prepare_cached(
         "SELECT id FROM bin_requests INDEXED BY bin_requests_by_bin
            WHERE bin_num = ?1 AND slot >= 0 LIMIT ?2",
     )?;
-    let mut rows = Vec::with_capacity(per_bin * ids.len());
+    let mut rows = Vec::with_capacity(per_bin * bins.len());
     let mut emptied = Vec::new();
-    for id in ids {
+    for (num, id) in bins {
         let before = rows.len();
-        let found = oldest.query_map(params![id.0, per_bin as i64], |row| row.get::<_, i64>(0))?;
+        let found = oldest.query_map(params![num, per_bin as i64], |row| row.get::<_, i64>(0))?;
         for row in found {
             rows.push(row?);
         }
         if rows.len() - before < per_bin {
             // Its last requests go in this step: the bin goes too, without a cascade.
-            emptied.push(id);
+            emptied.push((num, id));
         }
     }
     rows.sort_unstable();
@@ -1743,7 +1742,8 @@ mod tests {
         let mut stmt = f
             .conn
             .prepare(
-                "SELECT seq, response, response_n FROM bin_requests WHERE bin_num = (SELECT num FROM bins WHERE id = ?1) ORDER BY seq",
+                "SELECT seq, response, response_n FROM bin_requests
+                 WHERE bin_num = (SELECT num FROM bins WHERE id = ?1) ORDER BY seq",
             )
             .unwrap();
         stmt.query_map([bin], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
