@@ -266,7 +266,6 @@ UPDATE bins SET last_request_id = max(last_request_id,
     coalesce((SELECT max(seq) FROM bin_requests WHERE bin_id = bins.id), 0));
 ";
 
-/// Opens (creating if needed) the write connection and brings the schema up to date.
 /// Opens a connection that writes (the writer's, the checkpoint thread's) through walbuf: it
 /// hands each commit's WAL frames to the kernel in one write rather than two per page, and a
 /// checkpoint's copy in runs of pages (crates/walbuf). Readers see the same files through the
@@ -279,6 +278,7 @@ pub(super) fn open_through_walbuf(path: &Path, flags: OpenFlags) -> rusqlite::Re
     }
 }
 
+/// Opens (creating if needed) the write connection and brings the schema up to date.
 pub fn open_writer(path: &Path, sync: Synchronous) -> Result<Connection, StoreError> {
     let open = |e| StoreError::open(path, e);
     create_private(path)?;
