@@ -12,6 +12,7 @@
 
 mod body;
 mod checkpoint;
+mod memo;
 mod prefetch;
 mod read;
 mod ring;

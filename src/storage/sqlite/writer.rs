@@ -30,6 +30,7 @@ use rusqlite::{Connection, OptionalExtension, ToSql, params, params_from_iter};
 use tokio::sync::{mpsc, oneshot};
 
 use super::checkpoint::{WalSize, checkpoint, truncate_idle};
+use super::memo::Memo;
 use super::prefetch::Prefetcher;
 use super::ring::Ring;
 use crate::events::EventHub;
@@ -117,6 +118,7 @@ pub fn run(
         tracing::error!(cause = %e, "cannot follow the WAL's size; it is never restarted");
     }
     let mut batch = Vec::with_capacity(MAX_BATCH);
+    let mut memo = Memo::default();
     let mut step: Option<ReapStep> = None;
     loop {
         // With a reap step under way, an empty queue is the time to run a slice of it alone.
@@ -167,7 +169,7 @@ pub fn run(
         });
         let alone = slice.is_some() && batch.len() == 1;
         let started = std::time::Instant::now();
-        commit_batch(&mut conn, &mut batch, &events, &used);
+        commit_batch(&mut conn, &mut memo, &mut batch, &events, &used);
         if let Some(mut answer) = slice {
             // A slice alone in its transaction kept the writer for the whole of it, COMMIT
             // included; one that rode along with captures, for its own statements.
@@ -343,13 +345,24 @@ type Outcomes = Vec<Result<Outcome, rusqlite::Error>>;
 /// only on broken disks and invariants (ids are unique, bins are checked first), so when
 /// anything fails the whole attempt is rolled back and the batch redone with each operation
 /// isolated in a savepoint of its own: then only the failing operations fail.
-fn commit_batch(conn: &mut Connection, batch: &mut Vec<Op>, events: &EventHub, used: &AtomicU64) {
+fn commit_batch(
+    conn: &mut Connection,
+    memo: &mut Memo,
+    batch: &mut Vec<Op>,
+    events: &EventHub,
+    used: &AtomicU64,
+) {
     // Request ids come from each bin's row, inside the transaction: a rolled-back attempt gives
     // them again, and no id is ever given twice in a committed state.
     let started = std::time::Instant::now();
-    let outcomes = run_batch(conn, batch, false).or_else(|e| {
+    let outcomes = run_batch(conn, memo, batch, false).or_else(|e| {
         tracing::warn!(cause = %e, "a batch failed; redoing it with each operation isolated");
-        run_batch(conn, batch, true)
+        // What the failed attempt learnt was rolled back with it; what the redo learns may have
+        // been, savepoint by savepoint.
+        memo.clear();
+        let redone = run_batch(conn, memo, batch, true);
+        memo.clear();
+        redone
     });
     let (outcomes, used_bytes) = match outcomes {
         Ok(done) => done,
@@ -405,11 +418,12 @@ fn commit_batch(conn: &mut Connection, batch: &mut Vec<Op>, events: &EventHub, u
 /// `execute_batch`, which parses them again for every batch.
 fn run_batch(
     conn: &mut Connection,
+    memo: &mut Memo,
     batch: &[Op],
     isolate: bool,
 ) -> rusqlite::Result<(Outcomes, Option<u64>)> {
     conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
-    let done = execute(conn, batch, isolate).and_then(|outcomes| {
+    let done = execute(conn, memo, batch, isolate).and_then(|outcomes| {
         conn.prepare_cached("COMMIT")?.execute([])?;
         let used = live_bytes(conn)
             .inspect_err(|e| tracing::warn!(cause = %e, "cannot read the database's size"))
@@ -430,7 +444,12 @@ fn run_batch(
 /// caller must roll back. With it, each command runs in a savepoint of its own and so does each
 /// run of captures (redone one capture per savepoint if it fails): every failure stays in its
 /// operation's slot.
-fn execute(conn: &Connection, batch: &[Op], isolate: bool) -> rusqlite::Result<Outcomes> {
+fn execute(
+    conn: &Connection,
+    memo: &mut Memo,
+    batch: &[Op],
+    isolate: bool,
+) -> rusqlite::Result<Outcomes> {
     let mut outcomes = Vec::with_capacity(batch.len());
     // Consecutive captures form a run; every other operation stands alone.
     for ops in batch.chunk_by(|a, b| a.is_capture() && b.is_capture()) {
@@ -443,14 +462,14 @@ fn execute(conn: &Connection, batch: &[Op], isolate: bool) -> rusqlite::Result<O
             }
             Op::Capture { .. } => {
                 let run: Vec<&NewCapture> = ops.iter().filter_map(Op::capture).collect();
-                store_run(conn, &run, isolate, &mut outcomes)?;
+                store_run(conn, memo, &run, isolate, &mut outcomes)?;
                 continue;
             }
         };
         let result = if isolate {
-            in_savepoint(conn, |sp| apply(sp, command))?
+            in_savepoint(conn, |sp| apply(sp, memo, command))?
         } else {
-            Ok(apply(conn, command)?)
+            Ok(apply(conn, memo, command)?)
         };
         outcomes.push(result.map(Outcome::Command));
     }
@@ -460,28 +479,35 @@ fn execute(conn: &Connection, batch: &[Op], isolate: bool) -> rusqlite::Result<O
 /// Stores one run of captures (see [`execute`] for `isolate`).
 fn store_run(
     conn: &Connection,
+    memo: &mut Memo,
     run: &[&NewCapture],
     isolate: bool,
     outcomes: &mut Outcomes,
 ) -> rusqlite::Result<()> {
+    // A savepoint rolled back takes back what the memo learnt in it.
     let stored = if isolate {
-        match in_savepoint(conn, |sp| insert_run(sp, run))? {
+        match in_savepoint(conn, |sp| insert_run(sp, memo, run))? {
             Ok(stored) => stored,
             Err(e) if run.len() == 1 => {
+                memo.clear();
                 outcomes.push(Err(e));
                 return Ok(());
             }
             Err(e) => {
+                memo.clear();
                 tracing::warn!(cause = %e, "a capture run failed; storing its captures one by one");
                 for capture in run {
-                    let one = in_savepoint(conn, |sp| insert_run(sp, &[capture]))?;
+                    let one = in_savepoint(conn, |sp| insert_run(sp, memo, &[capture]))?;
+                    if one.is_err() {
+                        memo.clear();
+                    }
                     outcomes.push(one.map(|mut o| Outcome::Capture(o.remove(0))));
                 }
                 return Ok(());
             }
         }
     } else {
-        insert_run(conn, run)?
+        insert_run(conn, memo, run)?
     };
     outcomes.extend(stored.into_iter().map(|o| Ok(Outcome::Capture(o))));
     Ok(())
@@ -610,31 +636,52 @@ struct BinTally {
 /// Stores a run of captures. Each bin is looked up once, numbers its requests itself (the next
 /// id is its `last_request_id` + 1), and is settled once: its oldest requests beyond the caps
 /// are evicted, and its row records the new count, bytes and newest id.
-fn insert_run(conn: &Connection, run: &[&NewCapture]) -> rusqlite::Result<Vec<CaptureOutcome>> {
+///
+/// A bin the memo knows is looked up by its number (one seek into the table); one it does not,
+/// or whose remembered number finds no row, by its text id (the UNIQUE index, then the table).
+fn insert_run(
+    conn: &Connection,
+    memo: &mut Memo,
+    run: &[&NewCapture],
+) -> rusqlite::Result<Vec<CaptureOutcome>> {
     // In first-seen order, so that a run is always written the same way.
     let mut bins: Vec<(&str, BinTally)> = Vec::new();
     let mut outcomes = Vec::with_capacity(run.len());
-    let mut lookup = conn.prepare_cached(
+    let mut by_num = conn.prepare_cached(
+        "SELECT expires_at, request_count, last_request_id, bytes_used, ring, num FROM bins
+         WHERE num = ?1",
+    )?;
+    let mut by_id = conn.prepare_cached(
         "SELECT expires_at, request_count, last_request_id, bytes_used, ring, num FROM bins
          WHERE id = ?1",
     )?;
+    type Row = (i64, i64, i64, i64, i64, i64);
+    let read = |row: &rusqlite::Row<'_>| -> rusqlite::Result<Row> {
+        Ok((
+            row.get(0)?,
+            row.get(1)?,
+            row.get(2)?,
+            row.get(3)?,
+            row.get(4)?,
+            row.get(5)?,
+        ))
+    };
     for (i, capture) in run.iter().enumerate() {
         let r = &capture.request;
         let at = match bins.iter().position(|(id, _)| *id == r.bin_id) {
             Some(at) => at,
             None => {
-                let found: Option<(i64, i64, i64, i64, i64, i64)> = lookup
-                    .query_row([&r.bin_id], |row| {
-                        Ok((
-                            row.get(0)?,
-                            row.get(1)?,
-                            row.get(2)?,
-                            row.get(3)?,
-                            row.get(4)?,
-                            row.get(5)?,
-                        ))
-                    })
-                    .optional()?;
+                let mut found = match memo.num(&r.bin_id) {
+                    Some(num) => by_num.query_row([num], read).optional()?,
+                    None => None,
+                };
+                if found.is_none() {
+                    found = by_id.query_row([&r.bin_id], read).optional()?;
+                    match found {
+                        Some(row) => memo.learn_num(&r.bin_id, row.5),
+                        None => memo.forget_num(&r.bin_id),
+                    }
+                }
                 bins.push((
                     r.bin_id.as_str(),
                     BinTally {
@@ -666,7 +713,7 @@ fn insert_run(conn: &Connection, run: &[&NewCapture]) -> rusqlite::Result<Vec<Ca
     }
     let mut statements = RunStatements::prepare(conn)?;
     for (_, tally) in bins.iter().filter(|(_, t)| !t.new.is_empty()) {
-        let evicted = store_bin(conn, &mut statements, tally, run)?;
+        let evicted = store_bin(conn, memo, &mut statements, tally, run)?;
         let last = tally.new[tally.new.len() - 1].0;
         if let CaptureOutcome::Stored { evicted: e, .. } = &mut outcomes[last] {
             *e = evicted;
@@ -745,6 +792,7 @@ impl<'c> RunStatements<'c> {
 /// of slots comes oldest first; `length()` of a blob does not read its overflow pages.
 fn store_bin(
     conn: &Connection,
+    memo: &mut Memo,
     statements: &mut RunStatements,
     tally: &BinTally,
     run: &[&NewCapture],
@@ -820,7 +868,12 @@ fn store_bin(
     }
     let mut answers = Answers::new(bin);
     for (&(i, id), row) in kept.iter().zip(recycle) {
-        let answer = answers.find(conn, &mut statements.answer, run[i].response_json.as_ref())?;
+        let answer = answers.find(
+            conn,
+            memo,
+            &mut statements.answer,
+            run[i].response_json.as_ref(),
+        )?;
         let columns = capture_columns(run[i], answer)?;
         match row {
             Some(row) => statements.overwrite.execute(params_from_iter(
@@ -867,13 +920,14 @@ impl<'a> Answers<'a> {
     }
 
     /// `record`'s `n` in the bin's `bin_responses`, stored there first if it is new and the bin
-    /// has room; `None` when the row keeps it (or there is none). SQLite compares the text, so
-    /// nothing is read out or allocated when a run holds one capture per bin (captures spread
-    /// over many bins look up each bin's answer once per capture).
+    /// has room; `None` when the row keeps it (or there is none). Found in the memo when the
+    /// writer has seen it before (captures spread over many bins would otherwise look each
+    /// bin's answer up once per capture); else SQLite compares the text, so nothing is read out.
     /// `lookup`: [`RunStatements::answer`].
     fn find(
         &mut self,
         conn: &Connection,
+        memo: &mut Memo,
         lookup: &mut rusqlite::Statement,
         record: Option<&'a Arc<str>>,
     ) -> rusqlite::Result<Option<i64>> {
@@ -884,6 +938,10 @@ impl<'a> Answers<'a> {
             && (Arc::ptr_eq(last, record) || last == record)
         {
             return Ok(n);
+        }
+        if let Some(n) = memo.answer(self.bin, record) {
+            self.last = Some((record, Some(n)));
+            return Ok(Some(n));
         }
         let text: &str = record;
         let found: Option<i64> = lookup
@@ -909,6 +967,9 @@ impl<'a> Answers<'a> {
                 }
             }
         };
+        if let Some(n) = n {
+            memo.learn_answer(self.bin, record, n);
+        }
         self.last = Some((record, n));
         Ok(n)
     }
@@ -980,7 +1041,7 @@ fn fail_command(command: Command, error: &dyn Fn() -> StoreError) {
 }
 
 /// Runs one command.
-fn apply(conn: &Connection, command: &Command) -> rusqlite::Result<Answer> {
+fn apply(conn: &Connection, memo: &mut Memo, command: &Command) -> rusqlite::Result<Answer> {
     Ok(match command {
         Command::CreateBin(bin, _) => create_bin(conn, bin).map(|()| Answer::Unit)?,
         Command::DeleteBin(id, _) => {
@@ -993,7 +1054,9 @@ fn apply(conn: &Connection, command: &Command) -> rusqlite::Result<Answer> {
             id, response, now, ..
         } => Answer::Bin(set_response(conn, id, response.as_deref(), *now)?),
         Command::DeleteRequest { bin, id, .. } => Answer::Bool(delete_request(conn, bin, *id)?),
-        Command::ClearRequests { bin, .. } => clear_requests(conn, bin).map(|()| Answer::Unit)?,
+        Command::ClearRequests { bin, .. } => {
+            clear_requests(conn, memo, bin).map(|()| Answer::Unit)?
+        }
         Command::Reap { now, budget, .. } => {
             let started = std::time::Instant::now();
             let mut progress = reap(conn, *now, *budget)?;
@@ -1056,10 +1119,11 @@ fn delete_request(conn: &Connection, bin: &str, id: i64) -> rusqlite::Result<boo
 
 /// Deletes every request of the bin, and the answers they got. Its ring starts again at its next
 /// capture, with the cap then in force.
-fn clear_requests(conn: &Connection, bin: &str) -> rusqlite::Result<()> {
+fn clear_requests(conn: &Connection, memo: &mut Memo, bin: &str) -> rusqlite::Result<()> {
     let Some((num, _)) = Ring::of(conn, bin)? else {
         return Ok(());
     };
+    memo.forget_answers(num);
     conn.prepare_cached("DELETE FROM bin_requests WHERE bin_num = ?1")?
         .execute([num])?;
     conn.prepare_cached("DELETE FROM bin_responses WHERE bin_num = ?1")?
@@ -1311,6 +1375,7 @@ mod tests {
     struct Fixture {
         _dir: tempfile::TempDir,
         conn: Connection,
+        memo: Memo,
         events: Arc<EventHub>,
     }
 
@@ -1341,12 +1406,19 @@ mod tests {
             Fixture {
                 _dir: dir,
                 conn,
+                memo: Memo::default(),
                 events: EventHub::new(),
             }
         }
 
         fn commit(&mut self, batch: &mut Vec<Op>) {
-            commit_batch(&mut self.conn, batch, &self.events, &AtomicU64::new(0));
+            commit_batch(
+                &mut self.conn,
+                &mut self.memo,
+                batch,
+                &self.events,
+                &AtomicU64::new(0),
+            );
         }
 
         fn stored_methods(&self) -> Vec<String> {
@@ -1544,7 +1616,7 @@ mod tests {
         let (mut batch, waits): (Vec<_>, Vec<_>) = (0..20)
             .map(|_| capture_with_body("POST", 1000, &noise(4000)))
             .unzip();
-        commit_batch(&mut f.conn, &mut batch, &f.events, &used);
+        commit_batch(&mut f.conn, &mut f.memo, &mut batch, &f.events, &used);
         for w in waits {
             outcome(w).unwrap();
         }
@@ -1558,7 +1630,7 @@ mod tests {
             bin: BIN.into(),
             reply,
         })];
-        commit_batch(&mut f.conn, &mut clear, &f.events, &used);
+        commit_batch(&mut f.conn, &mut f.memo, &mut clear, &f.events, &used);
         cleared.blocking_recv().unwrap().unwrap();
         let after = asked_size(&f.conn).unwrap().bytes_in_use();
         assert_eq!(used.load(Ordering::Relaxed), after);
@@ -1701,7 +1773,7 @@ mod tests {
             rows(&f).iter().map(|r| (r.1, r.2)).collect::<Vec<_>>(),
             [(4, 0), (5, 1), (6, 2), (7, 3)]
         );
-        clear_requests(&f.conn, BIN).unwrap();
+        clear_requests(&f.conn, &mut f.memo, BIN).unwrap();
         assert_eq!(
             f.number(&format!("SELECT ring FROM bins WHERE id = '{BIN}'")),
             0
@@ -1867,20 +1939,105 @@ mod tests {
             ))
         };
         assert_eq!((answers(&f, BIN), answers(&f, "b2")), (1, 1));
-        clear_requests(&f.conn, BIN).unwrap();
+        clear_requests(&f.conn, &mut f.memo, BIN).unwrap();
         assert_eq!((answers(&f, BIN), answers(&f, "b2")), (0, 1));
-        // The cleared bin starts again at n = 1, with the answer its new captures get.
-        let mut batch = vec![answered(BIN, 10, &record(202)).0];
+        // The cleared bin starts again at n = 1, with the answer its new captures get; the
+        // answer it had before is stored again (the writer's memo forgot its old n).
+        let mut batch = vec![
+            answered(BIN, 10, &record(202)).0,
+            answered(BIN, 10, &record(200)).0,
+        ];
         f.commit(&mut batch);
-        assert_eq!(answer_columns(&f, BIN), [(2, None, Some(1))]);
         assert_eq!(
-            read_answer(&f, BIN, 2),
-            crate::model::ResponseRecord::from_json(&record(202))
+            answer_columns(&f, BIN),
+            [(2, None, Some(1)), (3, None, Some(2))]
         );
+        let parse = |r: &Arc<str>| crate::model::ResponseRecord::from_json(r);
+        assert_eq!(read_answer(&f, BIN, 2), parse(&record(202)));
+        assert_eq!(read_answer(&f, BIN, 3), parse(&record(200)));
         f.conn
             .execute("DELETE FROM bins WHERE id = 'b2'", [])
             .unwrap();
         assert_eq!(answers(&f, "b2"), 0);
+    }
+
+    #[test]
+    fn a_bin_deleted_and_made_again_under_its_id_gets_its_captures_and_answers_under_its_new_number()
+     {
+        let mut f = Fixture::new();
+        let ok = record(200);
+        let (op, wait) = answered(BIN, 10, &ok);
+        f.commit(&mut vec![op]);
+        assert!(matches!(
+            outcome(wait),
+            Ok(CaptureOutcome::Stored { id: 1, .. })
+        ));
+        assert_eq!(f.memo.len(), 1);
+        // Behind the writer's back, as no API does: the id comes back with a new number.
+        f.conn
+            .execute_batch(&format!("DELETE FROM bins WHERE id = '{BIN}'"))
+            .unwrap();
+        add_bin(&f.conn, BIN);
+        let (op, wait) = answered(BIN, 10, &ok);
+        f.commit(&mut vec![op]);
+        assert!(matches!(
+            outcome(wait),
+            Ok(CaptureOutcome::Stored { id: 1, .. })
+        ));
+        assert_eq!(f.number("SELECT num FROM bins"), 2);
+        assert_eq!(
+            f.number("SELECT count(*) * 10 + max(bin_num) FROM bin_responses"),
+            12
+        );
+        assert_eq!(answer_columns(&f, BIN), [(1, None, Some(1))]);
+        assert_eq!(
+            read_answer(&f, BIN, 1),
+            crate::model::ResponseRecord::from_json(&ok)
+        );
+        // Gone for good: its captures are refused, found by neither number nor id.
+        f.conn
+            .execute_batch(&format!("DELETE FROM bins WHERE id = '{BIN}'"))
+            .unwrap();
+        let (op, wait) = answered(BIN, 10, &ok);
+        f.commit(&mut vec![op]);
+        assert!(matches!(outcome(wait), Ok(CaptureOutcome::BinGone)));
+        assert_eq!(f.memo.len(), 0);
+    }
+
+    #[test]
+    fn an_answer_stored_in_a_rolled_back_savepoint_is_stored_again() {
+        let mut f = Fixture::new();
+        let teapot = record(418);
+        // The run fails on its second capture: the first attempt and the run's savepoint are
+        // rolled back, each after the first capture stored its answer; then each capture is
+        // stored alone.
+        let (first, stored) = answered(BIN, 10, &teapot);
+        let (failing, failed) = capture("FAIL", 10);
+        f.commit(&mut vec![first, failing]);
+        assert!(matches!(
+            outcome(stored),
+            Ok(CaptureOutcome::Stored { id: 1, .. })
+        ));
+        assert!(outcome(failed).is_err());
+        assert_eq!(f.number("SELECT count(*) FROM bin_responses"), 1);
+        assert_eq!(
+            read_answer(&f, BIN, 1),
+            crate::model::ResponseRecord::from_json(&teapot)
+        );
+        // And later captures find it.
+        let (op, wait) = answered(BIN, 10, &teapot);
+        f.commit(&mut vec![op]);
+        assert!(matches!(outcome(wait), Ok(CaptureOutcome::Stored { .. })));
+        assert_eq!(f.number("SELECT count(*) FROM bin_responses"), 1);
+        let ids: Vec<i64> = answer_columns(&f, BIN).iter().map(|r| r.0).collect();
+        assert_eq!(ids.len(), 2);
+        for id in ids {
+            assert_eq!(
+                read_answer(&f, BIN, id),
+                crate::model::ResponseRecord::from_json(&teapot),
+                "request {id}"
+            );
+        }
     }
 
     /// Creates the expired bins `expired` (expires_at 500), then captures to `targets` in order
