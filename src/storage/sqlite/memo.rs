@@ -16,8 +16,8 @@
 //! - Answers are remembered by the bin's number, so a deleted bin's cannot be found again; a
 //!   bin's answers go when its requests are cleared ([`Memo::forget_answers`]).
 //! - What a transaction learns is lost with it if it rolls back: the writer clears the memo
-//!   when a batch fails and after a batch redone operation by operation, whose savepoints may
-//!   have rolled back part of it ([`Memo::clear`]).
+//!   where it rolls back, a failed batch's transaction or one operation's savepoint in the
+//!   batch's redo ([`Memo::clear`]).
 //!
 //! Its size is bounded: past [`MAX_BINS`] bins it starts again empty (bins come and go; the
 //! ones still sending are learnt again with one lookup each).

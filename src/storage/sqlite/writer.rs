@@ -357,12 +357,7 @@ fn commit_batch(
     let started = std::time::Instant::now();
     let outcomes = run_batch(conn, memo, batch, false).or_else(|e| {
         tracing::warn!(cause = %e, "a batch failed; redoing it with each operation isolated");
-        // What the failed attempt learnt was rolled back with it; what the redo learns may have
-        // been, savepoint by savepoint.
-        memo.clear();
-        let redone = run_batch(conn, memo, batch, true);
-        memo.clear();
-        redone
+        run_batch(conn, memo, batch, true)
     });
     let (outcomes, used_bytes) = match outcomes {
         Ok(done) => done,
@@ -430,12 +425,15 @@ fn run_batch(
             .ok();
         Ok((outcomes, used))
     });
-    // Some errors (a full disk, I/O) end the transaction by themselves.
-    if done.is_err()
-        && !conn.is_autocommit()
-        && let Err(e) = conn.execute_batch("ROLLBACK")
-    {
-        tracing::warn!(cause = %e, "cannot roll back a failed batch");
+    if done.is_err() {
+        // What the transaction taught the memo went with it.
+        memo.clear();
+        // Some errors (a full disk, I/O) end the transaction by themselves.
+        if !conn.is_autocommit()
+            && let Err(e) = conn.execute_batch("ROLLBACK")
+        {
+            tracing::warn!(cause = %e, "cannot roll back a failed batch");
+        }
     }
     done
 }
@@ -467,7 +465,7 @@ fn execute(
             }
         };
         let result = if isolate {
-            in_savepoint(conn, |sp| apply(sp, memo, command))?
+            in_savepoint(conn, memo, |sp, memo| apply(sp, memo, command))?
         } else {
             Ok(apply(conn, memo, command)?)
         };
@@ -484,23 +482,18 @@ fn store_run(
     isolate: bool,
     outcomes: &mut Outcomes,
 ) -> rusqlite::Result<()> {
-    // A savepoint rolled back takes back what the memo learnt in it.
     let stored = if isolate {
-        match in_savepoint(conn, |sp| insert_run(sp, memo, run))? {
+        match in_savepoint(conn, memo, |sp, memo| insert_run(sp, memo, run))? {
             Ok(stored) => stored,
             Err(e) if run.len() == 1 => {
-                memo.clear();
                 outcomes.push(Err(e));
                 return Ok(());
             }
             Err(e) => {
-                memo.clear();
                 tracing::warn!(cause = %e, "a capture run failed; storing its captures one by one");
                 for capture in run {
-                    let one = in_savepoint(conn, |sp| insert_run(sp, memo, &[capture]))?;
-                    if one.is_err() {
-                        memo.clear();
-                    }
+                    let one =
+                        in_savepoint(conn, memo, |sp, memo| insert_run(sp, memo, &[capture]))?;
                     outcomes.push(one.map(|mut o| Outcome::Capture(o.remove(0))));
                 }
                 return Ok(());
@@ -518,18 +511,22 @@ fn store_run(
 /// The outer error means the whole transaction is gone: on some errors (a full disk, I/O) SQLite
 /// rolls it back by itself, and whatever ran after that would commit on its own, outside the
 /// batch, while its caller is told the batch failed. So nothing more may run.
+///
+/// What `f` taught the writer's memo is forgotten with whatever it rolls back.
 fn in_savepoint<T>(
     conn: &Connection,
-    f: impl FnOnce(&Connection) -> rusqlite::Result<T>,
+    memo: &mut Memo,
+    f: impl FnOnce(&Connection, &mut Memo) -> rusqlite::Result<T>,
 ) -> rusqlite::Result<rusqlite::Result<T>> {
     conn.execute_batch("SAVEPOINT op")?;
-    match f(conn) {
+    match f(conn, memo) {
         Ok(value) => {
             conn.execute_batch("RELEASE op")?;
             Ok(Ok(value))
         }
         Err(e) if conn.is_autocommit() => Err(e),
         Err(e) => {
+            memo.clear();
             conn.execute_batch("ROLLBACK TO op; RELEASE op")?;
             Ok(Err(e))
         }
