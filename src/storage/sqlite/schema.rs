@@ -388,20 +388,23 @@ fn migrate(conn: &Connection) -> Result<(), StoreError> {
             "schema version {v} is newer than this hookbin understands ({SCHEMA_VERSION}); upgrade hookbin"
         ))),
         v => {
-            let mut at = v;
-            for step in MIGRATIONS.iter().filter(|m| m.to > v) {
-                if step.to != at + 1 {
-                    break;
+            let at = in_rollback_journal(conn, || {
+                let mut at = v;
+                for step in MIGRATIONS.iter().filter(|m| m.to > v) {
+                    if step.to != at + 1 {
+                        break;
+                    }
+                    upgrade(conn, step)?;
+                    tracing::info!(
+                        from = at,
+                        to = step.to,
+                        "database schema upgraded: {}",
+                        step.what
+                    );
+                    at = step.to;
                 }
-                upgrade(conn, step)?;
-                tracing::info!(
-                    from = at,
-                    to = step.to,
-                    "database schema upgraded: {}",
-                    step.what
-                );
-                at = step.to;
-            }
+                Ok(at)
+            })?;
             if at == SCHEMA_VERSION {
                 Ok(())
             } else {
@@ -411,6 +414,47 @@ fn migrate(conn: &Connection) -> Result<(), StoreError> {
             }
         }
     }
+}
+
+/// Runs the schema upgrades with a rollback journal instead of the WAL, then goes back to WAL.
+///
+/// A step that rebuilds the tables (version 9) writes every row into new pages. Through the WAL
+/// each of them went to the disk twice (into the WAL, then copied into the file), and the WAL of
+/// that one transaction grew as large as the data (6.6 GB beside a 6.7 GB file, bench/RESULTS.md
+/// 2026-12-06 12:52). A rollback journal keeps only the old content of pages that existed and
+/// changed (the schema, the free list): new pages past the file's old end need no undo. A crash
+/// midway leaves a hot journal, which the next open rolls back before anything reads the file.
+/// `synchronous = FULL` meanwhile: with a rollback journal, NORMAL may leave a damaged file after
+/// a power cut at the wrong moment (SQLite's documentation of the pragma).
+fn in_rollback_journal<T>(
+    conn: &Connection,
+    run: impl FnOnce() -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
+    let sync: i64 = conn.query_row("PRAGMA synchronous", [], |r| r.get(0))?;
+    // Leaving WAL mode needs the file to itself: while another connection has it open, SQLite
+    // answers "database is locked" (or keeps the old mode).
+    let refused = |why: String| {
+        StoreError::Schema(format!(
+            "cannot leave WAL mode to upgrade the schema ({why}); is another process using the \
+             database?"
+        ))
+    };
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode = DELETE", [], |r| r.get(0))
+        .map_err(|e| refused(e.to_string()))?;
+    if !mode.eq_ignore_ascii_case("delete") {
+        return Err(refused(format!("journal_mode is {mode}")));
+    }
+    conn.execute_batch("PRAGMA synchronous = FULL")?;
+    let result = run();
+    let back: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+    conn.execute_batch(&format!("PRAGMA synchronous = {sync}"))?;
+    if !back.eq_ignore_ascii_case("wal") {
+        return Err(StoreError::Schema(format!(
+            "cannot go back to WAL mode after upgrading the schema (journal_mode is {back})"
+        )));
+    }
+    result
 }
 
 /// Runs one migration step in a transaction of its own, foreign keys off meanwhile.
@@ -696,6 +740,85 @@ mod tests {
         assert_eq!(num, 4);
         let fresh = open_writer(&dir.path().join("new.db"), Synchronous::Normal).unwrap();
         assert_eq!(shape(&conn), shape(&fresh));
+    }
+
+    /// The rebuild of version 9 goes through a rollback journal: the new tables' pages are
+    /// written to the file once, not held in the WAL as well; afterwards the file is in WAL mode
+    /// again with the connection's own `synchronous`.
+    #[test]
+    fn an_upgrade_writes_the_rebuilt_tables_without_the_wal_and_goes_back_to_wal() {
+        let dir = tempfile::tempdir().unwrap();
+        for (sync, level) in [(Synchronous::Normal, 1), (Synchronous::Full, 2)] {
+            let path = dir.path().join(format!("v8-{level}.db"));
+            {
+                let old = Connection::open(&path).unwrap();
+                old.execute_batch(&format!("{SCHEMA_V8}; PRAGMA user_version = 8;"))
+                    .unwrap();
+                // 2,000 requests of 1 KiB: ~2.5 MB of pages for the rebuild to copy.
+                old.execute_batch(
+                    "INSERT INTO bins (id, created_at, expires_at, request_count, last_request_id,
+                         bytes_used, ring) VALUES ('a', 1, 9999999999999, 2000, 2000, 2048000, 0);
+                     WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2000)
+                     INSERT INTO bin_requests (id, bin_id, seq, slot, received_at, method, path,
+                         subpath, query, body_size, body_truncated, remote_addr, http_version,
+                         headers, body, response, body_codec, response_n)
+                     SELECT i, 'a', i, i, i, 'POST', '/r/a', '', '', 1024, 0, '::1', 'HTTP/1.1',
+                         x'', randomblob(1024), NULL, 0, NULL FROM n;",
+                )
+                .unwrap();
+            }
+            let conn = open_writer(&path, sync).unwrap();
+            assert_eq!(version(&conn), SCHEMA_VERSION);
+            let count: i64 = conn
+                .query_row("SELECT count(*) FROM bin_requests", [], |r| r.get(0))
+                .unwrap();
+            assert_eq!(count, 2000);
+            let mode: String = conn
+                .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+                .unwrap();
+            assert_eq!(mode, "wal");
+            let synchronous: i64 = conn
+                .query_row("PRAGMA synchronous", [], |r| r.get(0))
+                .unwrap();
+            assert_eq!(synchronous, level);
+            // Through the WAL, the rebuilt tables would all be in it (no checkpoint has run:
+            // wal_autocheckpoint is 0).
+            let wal = std::fs::metadata(dir.path().join(format!("v8-{level}.db-wal")))
+                .map_or(0, |m| m.len());
+            assert!(
+                wal < 256 * 1024,
+                "the WAL holds {wal} bytes after the upgrade"
+            );
+            assert!(!dir.path().join(format!("v8-{level}.db-journal")).exists());
+        }
+    }
+
+    /// Leaving WAL mode needs the file to itself: while another connection reads it, the
+    /// upgrade is refused and the file keeps its version and its rows.
+    #[test]
+    fn an_upgrade_is_refused_while_another_connection_reads_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v8.db");
+        let other = Connection::open(&path).unwrap();
+        other
+            .execute_batch(&format!(
+                "{SCHEMA_V8}; PRAGMA user_version = 8; PRAGMA journal_mode = WAL;
+                 INSERT INTO bins (id, created_at, expires_at) VALUES ('a', 1, 9999999999999);
+                 BEGIN; SELECT count(*) FROM bins;"
+            ))
+            .unwrap();
+        let err = open_writer(&path, Synchronous::Normal).unwrap_err();
+        let err = err.to_string();
+        assert!(
+            err.contains("locked") && err.contains("another process"),
+            "{err}"
+        );
+        other.execute_batch("COMMIT").unwrap();
+        assert_eq!(version(&other), 8);
+        let bins: i64 = other
+            .query_row("SELECT count(*) FROM bins", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(bins, 1);
     }
 
     #[test]
