@@ -175,8 +175,8 @@ paired_load() { # LAYOUT BINS_FILE
     start_hookbin reference "$WORK/reference.db" "${FLAGS[@]}"
     make_bins "${ADDR[reference]}" "$n" "$WORK/reference.bins"
     local slices=$(((CAP_DURATION + SLICE - 1) / SLICE))
-    local -A ok=() us=() p99=() before=()
-    before[$layout]=$(proc_counters "$layout")
+    local -A ok=() us=() p99=()
+    local before; before=$(proc_counters "$layout")
     local m0; m0=$(machine_ticks)
     for ((k = 0; k < slices; k++)); do
         for who in "$layout" reference; do
@@ -192,7 +192,7 @@ paired_load() { # LAYOUT BINS_FILE
         done
     done
     LOAD_STEAL=$(steal_pct "$m0" "$(machine_ticks)")
-    read -r LOAD_CPU LOAD_DISK _ <<<"$(per_capture "${before[$layout]}" "$(proc_counters "$layout")" "${ok[$layout]}")"
+    read -r LOAD_CPU LOAD_DISK _ <<<"$(per_capture "$before" "$(proc_counters "$layout")" "${ok[$layout]}")"
     LOAD_RPS=$(awk -v n="${ok[$layout]}" -v u="${us[$layout]}" 'BEGIN { printf "%.1f", n * 1e6 / u }')
     REF_RPS=$(awk -v n="${ok[reference]}" -v u="${us[reference]}" 'BEGIN { printf "%.1f", n * 1e6 / u }')
     LOAD_P99=$(ms "${p99[$layout]}")
