@@ -34,6 +34,9 @@ struct Migration {
     /// rebuilding a table); `PRAGMA foreign_key_check` must find nothing before it commits.
     sql: &'static str,
     what: &'static str,
+    /// The step copies the requests into a new table: until it drops the old one, the file
+    /// grows by about the size of its rows (see [`room_needed`]).
+    rewrites: bool,
 }
 
 /// Every upgrade, oldest first; the last one reaches [`SCHEMA_VERSION`]. A step is history: it
@@ -44,41 +47,49 @@ const MIGRATIONS: &[Migration] = &[
         to: 2,
         sql: V1_TO_V2,
         what: "per-bin request ids",
+        rewrites: true,
     },
     Migration {
         to: 3,
         sql: V2_TO_V3,
         what: "bytes stored per bin",
+        rewrites: false,
     },
     Migration {
         to: 4,
         sql: V3_TO_V4,
         what: "private bins",
+        rewrites: false,
     },
     Migration {
         to: 5,
         sql: V4_TO_V5,
         what: "the response sent to each capture",
+        rewrites: false,
     },
     Migration {
         to: 6,
         sql: V5_TO_V6,
         what: "compressed bodies",
+        rewrites: false,
     },
     Migration {
         to: 7,
         sql: V6_TO_V7,
         what: "request slots (each bin's rows reused in place)",
+        rewrites: true,
     },
     Migration {
         to: 8,
         sql: V7_TO_V8,
         what: "each bin's answers stored once",
+        rewrites: false,
     },
     Migration {
         to: 9,
         sql: V8_TO_V9,
         what: "requests name their bin by its number",
+        rewrites: true,
     },
 ];
 
@@ -280,6 +291,15 @@ pub(super) fn open_through_walbuf(path: &Path, flags: OpenFlags) -> rusqlite::Re
 
 /// Opens (creating if needed) the write connection and brings the schema up to date.
 pub fn open_writer(path: &Path, sync: Synchronous) -> Result<Connection, StoreError> {
+    open_writer_with(path, sync, &disk_free)
+}
+
+/// [`open_writer`], asking `free_space` how many bytes the disk holding a file has free.
+fn open_writer_with(
+    path: &Path,
+    sync: Synchronous,
+    free_space: FreeSpace,
+) -> Result<Connection, StoreError> {
     let open = |e| StoreError::open(path, e);
     create_private(path)?;
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
@@ -316,7 +336,7 @@ pub fn open_writer(path: &Path, sync: Synchronous) -> Result<Connection, StoreEr
          PRAGMA cache_size = -{WRITER_CACHE_KIB};"
     ))
     .map_err(open)?;
-    migrate(&conn).map_err(|e| match e {
+    migrate(&conn, path, free_space).map_err(|e| match e {
         StoreError::Sqlite(e) => StoreError::open(path, e),
         other => other,
     })?;
@@ -364,7 +384,21 @@ pub fn open_reader(path: &Path) -> Result<Connection, StoreError> {
     Ok(conn)
 }
 
-fn migrate(conn: &Connection) -> Result<(), StoreError> {
+/// How many bytes the disk holding a file has free (a parameter so that tests can say).
+type FreeSpace<'a> = &'a dyn Fn(&Path) -> std::io::Result<u64>;
+
+/// The bytes an unprivileged process may still write on the file system holding `path`
+/// (statvfs's `f_bavail`: root may have a few percent more).
+fn disk_free(path: &Path) -> std::io::Result<u64> {
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    let fs = rustix::fs::statvfs(dir)?;
+    Ok(fs.f_bavail.saturating_mul(fs.f_frsize))
+}
+
+fn migrate(conn: &Connection, path: &Path, free_space: FreeSpace) -> Result<(), StoreError> {
     let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
     match version {
         SCHEMA_VERSION => Ok(()),
@@ -388,6 +422,9 @@ fn migrate(conn: &Connection) -> Result<(), StoreError> {
             "schema version {v} is newer than this hookbin understands ({SCHEMA_VERSION}); upgrade hookbin"
         ))),
         v => {
+            if MIGRATIONS.iter().any(|m| m.to > v && m.rewrites) {
+                check_room(conn, path, v, free_space)?;
+            }
             let at = in_rollback_journal(conn, || {
                 let mut at = v;
                 for step in MIGRATIONS.iter().filter(|m| m.to > v) {
@@ -414,6 +451,54 @@ fn migrate(conn: &Connection) -> Result<(), StoreError> {
             }
         }
     }
+}
+
+/// Refuses, before it starts, an upgrade that would run out of disk space. Without this the
+/// upgrade copies rows until the disk is full, rolls back (after minutes, on a large file), and
+/// meanwhile leaves no room for anything else on that disk.
+fn check_room(
+    conn: &Connection,
+    path: &Path,
+    from: i64,
+    free_space: FreeSpace,
+) -> Result<(), StoreError> {
+    let needed = room_needed(conn)?;
+    match free_space(path) {
+        Ok(free) if free < needed => Err(StoreError::Schema(format!(
+            "upgrading the schema from version {from} to {SCHEMA_VERSION} copies the stored \
+             requests and needs about {} MiB free on the disk holding {}, which has {} MiB free; \
+             free some space or move the file to a larger disk, then start hookbin again (the \
+             file is unchanged)",
+            needed.div_ceil(MIB),
+            path.display(),
+            free / MIB,
+        ))),
+        Ok(_) => Ok(()),
+        Err(e) => {
+            tracing::warn!(error = %e, path = %path.display(),
+                "cannot tell the free disk space before upgrading the schema; upgrading anyway");
+            Ok(())
+        }
+    }
+}
+
+const MIB: u64 = 1024 * 1024;
+
+/// The bytes a step that copies the requests adds to the disk: the live pages once more (the
+/// old tables are dropped only at the step's end), less the file's free pages, which the copy
+/// takes first, plus a sixteenth for the rollback journal (the old content of the pages it
+/// changes) and the new indexes. Measured: a version-8 file of 1,329 MiB (a million requests)
+/// grew by 1,295 MiB with a journal of 25 MiB at its peak (bench/RESULTS.md, 2026-12-06 17:15).
+fn room_needed(conn: &Connection) -> rusqlite::Result<u64> {
+    let pragma = |name: &str| {
+        conn.query_row(&format!("PRAGMA {name}"), [], |r| r.get::<_, i64>(0))
+            .map(|n| u64::try_from(n).unwrap_or(0))
+    };
+    let page = pragma("page_size")?;
+    let pages = pragma("page_count")?;
+    let free = pragma("freelist_count")?.min(pages);
+    let live = (pages - free) * page;
+    Ok((live + live / 16).saturating_sub(free * page))
 }
 
 /// Runs the schema upgrades with a rollback journal instead of the WAL, then goes back to WAL.
@@ -745,28 +830,92 @@ mod tests {
     /// The rebuild of version 9 goes through a rollback journal: the new tables' pages are
     /// written to the file once, not held in the WAL as well; afterwards the file is in WAL mode
     /// again with the connection's own `synchronous`.
+    /// A version-8 file of 2,000 requests of 1 KiB in one bin: ~2.5 MB of pages for version 9's
+    /// rebuild to copy.
+    fn v8_file_of_2000_requests(path: &Path) {
+        let old = Connection::open(path).unwrap();
+        old.execute_batch(&format!("{SCHEMA_V8}; PRAGMA user_version = 8;"))
+            .unwrap();
+        old.execute_batch(
+            "INSERT INTO bins (id, created_at, expires_at, request_count, last_request_id,
+                 bytes_used, ring) VALUES ('a', 1, 9999999999999, 2000, 2000, 2048000, 0);
+             WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2000)
+             INSERT INTO bin_requests (id, bin_id, seq, slot, received_at, method, path,
+                 subpath, query, body_size, body_truncated, remote_addr, http_version,
+                 headers, body, response, body_codec, response_n)
+             SELECT i, 'a', i, i, i, 'POST', '/r/a', '', '', 1024, 0, '::1', 'HTTP/1.1',
+                 x'', randomblob(1024), NULL, 0, NULL FROM n;",
+        )
+        .unwrap();
+    }
+
+    /// An upgrade that copies the requests is refused before it starts when the disk has less
+    /// room than the copy needs: the file keeps its version and its rows, and the message says
+    /// how much room the upgrade needs and how much there is.
+    #[test]
+    fn an_upgrade_is_refused_before_it_starts_when_the_disk_has_too_little_room() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v8.db");
+        v8_file_of_2000_requests(&path);
+        let asked = std::cell::RefCell::new(Vec::new());
+        let one_mib = |p: &Path| {
+            asked.borrow_mut().push(p.to_owned());
+            Ok(MIB)
+        };
+        let err = open_writer_with(&path, Synchronous::Normal, &one_mib)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(*asked.borrow(), std::slice::from_ref(&path));
+        let needed: u64 = err
+            .split_once("needs about ")
+            .and_then(|(_, rest)| rest.split_once(" MiB"))
+            .and_then(|(n, _)| n.parse().ok())
+            .unwrap_or_else(|| panic!("no room needed in: {err}"));
+        // The rows' bodies alone are 2,000 KiB; the pages that hold them, a little more.
+        assert!((2..=4).contains(&needed), "{err}");
+        assert!(
+            err.contains("which has 1 MiB free") && err.contains("file is unchanged"),
+            "{err}"
+        );
+        let old = Connection::open(&path).unwrap();
+        assert_eq!(version(&old), 8);
+        let count: i64 = old
+            .query_row("SELECT count(*) FROM bin_requests", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(count, 2000);
+    }
+
+    /// With exactly the room it needs, or when the free space cannot be told, the upgrade runs.
+    #[test]
+    fn an_upgrade_runs_with_the_room_it_needs_or_when_the_free_space_is_unknown() {
+        let dir = tempfile::tempdir().unwrap();
+        let unknown = |_: &Path| Err(std::io::Error::other("no statvfs here"));
+        for (name, exact) in [("exact.db", true), ("unknown.db", false)] {
+            let path = dir.path().join(name);
+            v8_file_of_2000_requests(&path);
+            let needed = room_needed(&Connection::open(&path).unwrap()).unwrap();
+            assert!(needed > 2000 * 1024, "{needed}");
+            let just_enough = move |_: &Path| Ok(needed);
+            let free_space: FreeSpace = if exact { &just_enough } else { &unknown };
+            let conn = open_writer_with(&path, Synchronous::Normal, free_space).unwrap();
+            assert_eq!(version(&conn), SCHEMA_VERSION);
+        }
+    }
+
+    /// The real free space comes from the file system holding the file, also for a bare name.
+    #[test]
+    fn the_free_space_is_read_off_the_file_system_holding_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(disk_free(&dir.path().join("hookbin.db")).unwrap() > 0);
+        assert!(disk_free(Path::new("hookbin.db")).unwrap() > 0);
+    }
+
     #[test]
     fn an_upgrade_writes_the_rebuilt_tables_without_the_wal_and_goes_back_to_wal() {
         let dir = tempfile::tempdir().unwrap();
         for (sync, level) in [(Synchronous::Normal, 1), (Synchronous::Full, 2)] {
             let path = dir.path().join(format!("v8-{level}.db"));
-            {
-                let old = Connection::open(&path).unwrap();
-                old.execute_batch(&format!("{SCHEMA_V8}; PRAGMA user_version = 8;"))
-                    .unwrap();
-                // 2,000 requests of 1 KiB: ~2.5 MB of pages for the rebuild to copy.
-                old.execute_batch(
-                    "INSERT INTO bins (id, created_at, expires_at, request_count, last_request_id,
-                         bytes_used, ring) VALUES ('a', 1, 9999999999999, 2000, 2000, 2048000, 0);
-                     WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2000)
-                     INSERT INTO bin_requests (id, bin_id, seq, slot, received_at, method, path,
-                         subpath, query, body_size, body_truncated, remote_addr, http_version,
-                         headers, body, response, body_codec, response_n)
-                     SELECT i, 'a', i, i, i, 'POST', '/r/a', '', '', 1024, 0, '::1', 'HTTP/1.1',
-                         x'', randomblob(1024), NULL, 0, NULL FROM n;",
-                )
-                .unwrap();
-            }
+            v8_file_of_2000_requests(&path);
             let conn = open_writer(&path, sync).unwrap();
             assert_eq!(version(&conn), SCHEMA_VERSION);
             let count: i64 = conn
