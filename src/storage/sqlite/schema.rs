@@ -34,9 +34,22 @@ struct Migration {
     /// rebuilding a table); `PRAGMA foreign_key_check` must find nothing before it commits.
     sql: &'static str,
     what: &'static str,
-    /// The step copies the requests into a new table: until it drops the old one, the file
-    /// grows by about the size of its rows (see [`room_needed`]).
-    rewrites: bool,
+    rewrite: Rewrite,
+}
+
+/// Whether and where a step copies the stored requests.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Rewrite {
+    /// The step changes the schema and a few rows in place.
+    No,
+    /// The step copies the requests into a new table of the same file: until it drops the old
+    /// one, the file grows by about the size of its rows, and it keeps that size afterwards (the
+    /// old pages become free pages).
+    InPlace,
+    /// The step writes every table into a new file beside the database (`sql` creates them in
+    /// the schema `new` from those of `main`), which then takes the database's name: the file
+    /// ends up its data's size, with no free pages, and the copy needs no journal.
+    IntoNewFile,
 }
 
 /// Every upgrade, oldest first; the last one reaches [`SCHEMA_VERSION`]. A step is history: it
@@ -47,64 +60,60 @@ const MIGRATIONS: &[Migration] = &[
         to: 2,
         sql: V1_TO_V2,
         what: "per-bin request ids",
-        rewrites: true,
+        rewrite: Rewrite::InPlace,
     },
     Migration {
         to: 3,
         sql: V2_TO_V3,
         what: "bytes stored per bin",
-        rewrites: false,
+        rewrite: Rewrite::No,
     },
     Migration {
         to: 4,
         sql: V3_TO_V4,
         what: "private bins",
-        rewrites: false,
+        rewrite: Rewrite::No,
     },
     Migration {
         to: 5,
         sql: V4_TO_V5,
         what: "the response sent to each capture",
-        rewrites: false,
+        rewrite: Rewrite::No,
     },
     Migration {
         to: 6,
         sql: V5_TO_V6,
         what: "compressed bodies",
-        rewrites: false,
+        rewrite: Rewrite::No,
     },
     Migration {
         to: 7,
         sql: V6_TO_V7,
         what: "request slots (each bin's rows reused in place)",
-        rewrites: true,
+        rewrite: Rewrite::InPlace,
     },
     Migration {
         to: 8,
         sql: V7_TO_V8,
         what: "each bin's answers stored once",
-        rewrites: false,
+        rewrite: Rewrite::No,
     },
     Migration {
         to: 9,
         sql: V8_TO_V9,
         what: "requests name their bin by its number",
-        rewrites: true,
+        rewrite: Rewrite::IntoNewFile,
     },
 ];
 
 /// v9: each bin has a number (`bins.num`), and its requests and answers name it by that instead
 /// of its text id: the requests' index holds (integer, slot) rather than (22 characters, slot).
-/// All three tables are rebuilt and every row is copied once, in row order, keeping its row id,
-/// so request ids, slots and the reaper's walk in row order are as before. Bins are numbered in
-/// the order they were created.
+/// All three tables are written into a new file (the schema `new`, see [`Rewrite::IntoNewFile`])
+/// and every row is copied once, in row order, keeping its row id, so request ids, slots and the
+/// reaper's walk in row order are as before. Bins are numbered in the order they were created.
+/// (Released first as a rebuild in place, which left the file twice its data's size.)
 const V8_TO_V9: &str = "
-ALTER TABLE bins RENAME TO bins_v8;
-ALTER TABLE bin_requests RENAME TO bin_requests_v8;
-ALTER TABLE bin_responses RENAME TO bin_responses_v8;
-DROP INDEX bins_by_expiry;
-DROP INDEX bin_requests_by_bin;
-CREATE TABLE bins (
+CREATE TABLE new.bins (
     num           INTEGER PRIMARY KEY AUTOINCREMENT,
     id            TEXT    NOT NULL UNIQUE,
     created_at    INTEGER NOT NULL,
@@ -116,13 +125,13 @@ CREATE TABLE bins (
     view_token_hash BLOB,
     ring          INTEGER NOT NULL DEFAULT 0
 );
-INSERT INTO bins (id, created_at, expires_at, response, request_count, last_request_id,
+INSERT INTO new.bins (id, created_at, expires_at, response, request_count, last_request_id,
         bytes_used, view_token_hash, ring)
     SELECT id, created_at, expires_at, response, request_count, last_request_id, bytes_used,
         view_token_hash, ring
-    FROM bins_v8 ORDER BY created_at, id;
-CREATE INDEX bins_by_expiry ON bins (expires_at);
-CREATE TABLE bin_requests (
+    FROM main.bins ORDER BY created_at, id;
+CREATE INDEX new.bins_by_expiry ON bins (expires_at);
+CREATE TABLE new.bin_requests (
     id             INTEGER PRIMARY KEY,
     bin_num        INTEGER NOT NULL REFERENCES bins (num) ON DELETE CASCADE,
     seq            INTEGER NOT NULL,
@@ -143,25 +152,22 @@ CREATE TABLE bin_requests (
     body_codec     INTEGER NOT NULL DEFAULT 0,
     response_n     INTEGER
 );
-INSERT INTO bin_requests (id, bin_num, seq, slot, received_at, method, path, subpath, query,
+INSERT INTO new.bin_requests (id, bin_num, seq, slot, received_at, method, path, subpath, query,
         content_type, body_size, body_truncated, remote_addr, http_version, headers, body,
         response, body_codec, response_n)
     SELECT r.id, b.num, r.seq, r.slot, r.received_at, r.method, r.path, r.subpath, r.query,
         r.content_type, r.body_size, r.body_truncated, r.remote_addr, r.http_version, r.headers,
         r.body, r.response, r.body_codec, r.response_n
-    FROM bin_requests_v8 r JOIN bins b ON b.id = r.bin_id ORDER BY r.id;
-CREATE UNIQUE INDEX bin_requests_by_bin ON bin_requests (bin_num, slot);
-CREATE TABLE bin_responses (
+    FROM main.bin_requests r JOIN new.bins b ON b.id = r.bin_id ORDER BY r.id;
+CREATE UNIQUE INDEX new.bin_requests_by_bin ON bin_requests (bin_num, slot);
+CREATE TABLE new.bin_responses (
     bin_num INTEGER NOT NULL REFERENCES bins (num) ON DELETE CASCADE,
     n       INTEGER NOT NULL,
     record  TEXT    NOT NULL,
     PRIMARY KEY (bin_num, n)
 ) WITHOUT ROWID;
-INSERT INTO bin_responses (bin_num, n, record)
-    SELECT b.num, a.n, a.record FROM bin_responses_v8 a JOIN bins b ON b.id = a.bin_id;
-DROP TABLE bin_responses_v8;
-DROP TABLE bin_requests_v8;
-DROP TABLE bins_v8;
+INSERT INTO new.bin_responses (bin_num, n, record)
+    SELECT b.num, a.n, a.record FROM main.bin_responses a JOIN new.bins b ON b.id = a.bin_id;
 ";
 
 /// v8: the answers a bin's captures got are stored once per bin (`bin_responses`), and a request
@@ -317,7 +323,7 @@ fn open_writer_with(
             reason: format!("cannot switch to WAL mode (journal_mode is {mode})"),
         });
     }
-    let sync = match sync {
+    let sync_pragma = match sync {
         Synchronous::Normal => "NORMAL",
         Synchronous::Full => "FULL",
     };
@@ -331,16 +337,22 @@ fn open_writer_with(
     // cache_size: see WRITER_CACHE_KIB (negative: in KiB rather than pages).
     let wal_limit = super::checkpoint::WAL_FILE_LIMIT;
     conn.execute_batch(&format!(
-        "PRAGMA synchronous = {sync}; PRAGMA foreign_keys = ON; PRAGMA wal_autocheckpoint = 0;
+        "PRAGMA synchronous = {sync_pragma}; PRAGMA foreign_keys = ON; PRAGMA wal_autocheckpoint = 0;
          PRAGMA journal_size_limit = {wal_limit}; PRAGMA temp_store = MEMORY;
          PRAGMA cache_size = -{WRITER_CACHE_KIB};"
     ))
     .map_err(open)?;
-    migrate(&conn, path, free_space).map_err(|e| match e {
+    let migrated = migrate(&conn, path, free_space).map_err(|e| match e {
         StoreError::Sqlite(e) => StoreError::open(path, e),
         other => other,
     })?;
-    Ok(conn)
+    match migrated {
+        Migrated::InPlace => Ok(conn),
+        Migrated::Replaced => {
+            drop(conn);
+            open_writer_with(path, sync, free_space)
+        }
+    }
 }
 
 /// Creates a missing database file readable and writable by its owner only (0600), whatever
@@ -398,10 +410,20 @@ fn disk_free(path: &Path) -> std::io::Result<u64> {
     Ok(fs.f_bavail.saturating_mul(fs.f_frsize))
 }
 
-fn migrate(conn: &Connection, path: &Path, free_space: FreeSpace) -> Result<(), StoreError> {
+/// What [`migrate`] did to the file.
+#[derive(Debug, PartialEq, Eq)]
+enum Migrated {
+    /// The connection's file holds the current schema.
+    InPlace,
+    /// A step wrote a new file under the database's name: the connection still holds the old,
+    /// unlinked one, and the caller opens the path again (which runs any later step).
+    Replaced,
+}
+
+fn migrate(conn: &Connection, path: &Path, free_space: FreeSpace) -> Result<Migrated, StoreError> {
     let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
     match version {
-        SCHEMA_VERSION => Ok(()),
+        SCHEMA_VERSION => Ok(Migrated::InPlace),
         0 => {
             let has_tables: bool = conn.query_row(
                 "SELECT EXISTS (SELECT 1 FROM sqlite_schema WHERE type = 'table')",
@@ -416,22 +438,21 @@ fn migrate(conn: &Connection, path: &Path, free_space: FreeSpace) -> Result<(), 
             conn.execute_batch(&format!(
                 "BEGIN; {SCHEMA_SQL}; PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
             ))?;
-            Ok(())
+            Ok(Migrated::InPlace)
         }
         v if v > SCHEMA_VERSION => Err(StoreError::Schema(format!(
             "schema version {v} is newer than this hookbin understands ({SCHEMA_VERSION}); upgrade hookbin"
         ))),
         v => {
-            if MIGRATIONS.iter().any(|m| m.to > v && m.rewrites) {
-                check_room(conn, path, v, free_space)?;
-            }
-            let at = in_rollback_journal(conn, || {
+            let steps: Vec<&Migration> = MIGRATIONS.iter().filter(|m| m.to > v).collect();
+            check_room(conn, path, v, &steps, free_space)?;
+            let (at, migrated) = in_rollback_journal(conn, || {
                 let mut at = v;
-                for step in MIGRATIONS.iter().filter(|m| m.to > v) {
+                for step in steps {
                     if step.to != at + 1 {
                         break;
                     }
-                    upgrade(conn, step)?;
+                    let migrated = upgrade(conn, path, step)?;
                     tracing::info!(
                         from = at,
                         to = step.to,
@@ -439,11 +460,14 @@ fn migrate(conn: &Connection, path: &Path, free_space: FreeSpace) -> Result<(), 
                         step.what
                     );
                     at = step.to;
+                    if migrated == Migrated::Replaced {
+                        return Ok((at, migrated));
+                    }
                 }
-                Ok(at)
+                Ok((at, Migrated::InPlace))
             })?;
-            if at == SCHEMA_VERSION {
-                Ok(())
+            if at == SCHEMA_VERSION || migrated == Migrated::Replaced {
+                Ok(migrated)
             } else {
                 Err(StoreError::Schema(format!(
                     "schema version {v} has no upgrade path"
@@ -460,9 +484,13 @@ fn check_room(
     conn: &Connection,
     path: &Path,
     from: i64,
+    steps: &[&Migration],
     free_space: FreeSpace,
 ) -> Result<(), StoreError> {
-    let needed = room_needed(conn)?;
+    let needed = room_needed(conn, steps)?;
+    if needed == 0 {
+        return Ok(());
+    }
     match free_space(path) {
         Ok(free) if free < needed => Err(StoreError::Schema(format!(
             "upgrading the schema from version {from} to {SCHEMA_VERSION} copies the stored \
@@ -484,12 +512,14 @@ fn check_room(
 
 const MIB: u64 = 1024 * 1024;
 
-/// The bytes a step that copies the requests adds to the disk: the live pages once more (the
-/// old tables are dropped only at the step's end), less the file's free pages, which the copy
-/// takes first, plus a sixteenth for the rollback journal (the old content of the pages it
-/// changes) and the new indexes. Measured: a version-8 file of 1,329 MiB (a million requests)
-/// grew by 1,295 MiB with a journal of 25 MiB at its peak (bench/RESULTS.md, 2026-12-06 17:15).
-fn room_needed(conn: &Connection) -> rusqlite::Result<u64> {
+/// The bytes `steps` add to the disk at their peak. A copy takes the live pages once more, plus
+/// a sixteenth for the rollback journal (the old content of the pages a step changes) and the
+/// new indexes. A copy in place takes the file's free pages first (and a second one reuses the
+/// first one's); a copy into a new file cannot, and the old file stays until the new one is
+/// complete. Measured: a version-8 file of 1,329 MiB (a million requests) grew by 1,295 MiB with
+/// a journal of 25 MiB at its peak when version 9 was a copy in place (bench/RESULTS.md,
+/// 2026-12-06 17:15).
+fn room_needed(conn: &Connection, steps: &[&Migration]) -> rusqlite::Result<u64> {
     let pragma = |name: &str| {
         conn.query_row(&format!("PRAGMA {name}"), [], |r| r.get::<_, i64>(0))
             .map(|n| u64::try_from(n).unwrap_or(0))
@@ -498,23 +528,33 @@ fn room_needed(conn: &Connection) -> rusqlite::Result<u64> {
     let pages = pragma("page_count")?;
     let free = pragma("freelist_count")?.min(pages);
     let live = (pages - free) * page;
-    Ok((live + live / 16).saturating_sub(free * page))
+    let copy = live + live / 16;
+    let does = |kind: Rewrite| steps.iter().any(|m| m.rewrite == kind);
+    let in_place = if does(Rewrite::InPlace) {
+        copy.saturating_sub(free * page)
+    } else {
+        0
+    };
+    let new_file = if does(Rewrite::IntoNewFile) { copy } else { 0 };
+    Ok(in_place + new_file)
 }
 
 /// Runs the schema upgrades with a rollback journal instead of the WAL, then goes back to WAL.
 ///
-/// A step that rebuilds the tables (version 9) writes every row into new pages. Through the WAL
-/// each of them went to the disk twice (into the WAL, then copied into the file), and the WAL of
-/// that one transaction grew as large as the data (6.6 GB beside a 6.7 GB file, bench/RESULTS.md
+/// A step that rebuilt the tables in place wrote every row into new pages. Through the WAL each
+/// of them went to the disk twice (into the WAL, then copied into the file), and the WAL of that
+/// one transaction grew as large as the data (6.6 GB beside a 6.7 GB file, bench/RESULTS.md
 /// 2026-12-06 12:52). A rollback journal keeps only the old content of pages that existed and
 /// changed (the schema, the free list): new pages past the file's old end need no undo. A crash
 /// midway leaves a hot journal, which the next open rolls back before anything reads the file.
 /// `synchronous = FULL` meanwhile: with a rollback journal, NORMAL may leave a damaged file after
-/// a power cut at the wrong moment (SQLite's documentation of the pragma).
-fn in_rollback_journal<T>(
+/// a power cut at the wrong moment (SQLite's documentation of the pragma). A step that writes a
+/// new file needs the old one out of WAL mode too: its `-wal` file would otherwise be read as the
+/// new file's. When the file was replaced, the connection (to the old one) stays as it is.
+fn in_rollback_journal(
     conn: &Connection,
-    run: impl FnOnce() -> Result<T, StoreError>,
-) -> Result<T, StoreError> {
+    run: impl FnOnce() -> Result<(i64, Migrated), StoreError>,
+) -> Result<(i64, Migrated), StoreError> {
     let sync: i64 = conn.query_row("PRAGMA synchronous", [], |r| r.get(0))?;
     // Leaving WAL mode needs the file to itself: while another connection has it open, SQLite
     // answers "database is locked" (or keeps the old mode).
@@ -532,6 +572,9 @@ fn in_rollback_journal<T>(
     }
     conn.execute_batch("PRAGMA synchronous = FULL")?;
     let result = run();
+    if matches!(result, Ok((_, Migrated::Replaced))) {
+        return result;
+    }
     let back: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
     conn.execute_batch(&format!("PRAGMA synchronous = {sync}"))?;
     if !back.eq_ignore_ascii_case("wal") {
@@ -542,33 +585,120 @@ fn in_rollback_journal<T>(
     result
 }
 
-/// Runs one migration step in a transaction of its own, foreign keys off meanwhile.
-fn upgrade(conn: &Connection, step: &Migration) -> Result<(), StoreError> {
+/// Runs one migration step, foreign keys off meanwhile.
+fn upgrade(conn: &Connection, path: &Path, step: &Migration) -> Result<Migrated, StoreError> {
     // foreign_keys cannot change inside a transaction; it is set back whatever happens.
     conn.execute_batch("PRAGMA foreign_keys = OFF")?;
+    let result = match step.rewrite {
+        Rewrite::IntoNewFile => into_new_file(conn, path, step).map(|()| Migrated::Replaced),
+        Rewrite::No | Rewrite::InPlace => in_place(conn, step).map(|()| Migrated::InPlace),
+    };
+    conn.execute_batch("PRAGMA foreign_keys = ON")?;
+    result
+}
+
+/// A step in a transaction of its own on the connection's file.
+fn in_place(conn: &Connection, step: &Migration) -> Result<(), StoreError> {
     let result = (|| {
         conn.execute_batch(&format!(
             "BEGIN IMMEDIATE; {}; PRAGMA user_version = {};",
             step.sql, step.to
         ))?;
-        let dangling: i64 =
-            conn.query_row("SELECT count(*) FROM pragma_foreign_key_check", [], |r| {
-                r.get(0)
-            })?;
-        if dangling > 0 {
-            return Err(StoreError::Schema(format!(
-                "upgrading to schema version {} left {dangling} rows without their bin",
-                step.to
-            )));
-        }
+        no_dangling_rows(conn, "main", step.to)?;
         conn.execute_batch("COMMIT")?;
         Ok(())
     })();
     if result.is_err() && !conn.is_autocommit() {
         let _ = conn.execute_batch("ROLLBACK");
     }
-    conn.execute_batch("PRAGMA foreign_keys = ON")?;
     result
+}
+
+fn no_dangling_rows(conn: &Connection, schema: &str, to: i64) -> Result<(), StoreError> {
+    let dangling: i64 = conn.query_row(
+        "SELECT count(*) FROM pragma_foreign_key_check(NULL, ?1)",
+        [schema],
+        |r| r.get(0),
+    )?;
+    if dangling > 0 {
+        return Err(StoreError::Schema(format!(
+            "upgrading to schema version {to} left {dangling} rows without their bin"
+        )));
+    }
+    Ok(())
+}
+
+/// A step that writes its tables into a new file, `<file>.upgrade-<version>` beside the
+/// database, with neither journal nor syncs while it fills (a failure or a crash leaves the
+/// database as it was and the new file to be deleted: by this function, or by the next start),
+/// then syncs it and renames it over the database. The rename is atomic: a crash leaves either
+/// file whole under the name. The new file gets the old one's permissions.
+fn into_new_file(conn: &Connection, path: &Path, step: &Migration) -> Result<(), StoreError> {
+    let failed = |what: &str, e: &dyn std::fmt::Display| {
+        StoreError::Schema(format!(
+            "upgrading to schema version {}: {what}: {e}",
+            step.to
+        ))
+    };
+    // SQLite follows a link to the file it opens; the new file goes beside that one.
+    let target = std::fs::canonicalize(path).map_err(|e| failed("finding the file", &e))?;
+    let mut name = target.file_name().unwrap_or_default().to_os_string();
+    name.push(format!(".upgrade-{}", step.to));
+    let new = target.with_file_name(name);
+    let new_text = new.to_str().ok_or_else(|| {
+        failed(
+            "naming the new file",
+            &format!("{} is not UTF-8", new.display()),
+        )
+    })?;
+    match std::fs::remove_file(&new) {
+        Ok(()) => tracing::info!(file = %new.display(), "removed an interrupted upgrade's file"),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(failed(&format!("removing {}", new.display()), &e)),
+    }
+    let mode = std::fs::metadata(&target)
+        .map_err(|e| failed("reading the file's permissions", &e))?
+        .permissions();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&new)
+        .and_then(|f| f.set_permissions(mode))
+        .map_err(|e| failed(&format!("creating {}", new.display()), &e))?;
+    let copied = (|| {
+        conn.execute("ATTACH DATABASE ?1 AS new", [new_text])?;
+        let result = (|| {
+            conn.execute_batch(&format!(
+                "PRAGMA new.journal_mode = OFF; PRAGMA new.synchronous = OFF;
+                 BEGIN IMMEDIATE; {}; PRAGMA new.user_version = {};",
+                step.sql, step.to
+            ))?;
+            no_dangling_rows(conn, "new", step.to)?;
+            conn.execute_batch("COMMIT")?;
+            Ok(())
+        })();
+        if result.is_err() && !conn.is_autocommit() {
+            let _ = conn.execute_batch("ROLLBACK");
+        }
+        conn.execute_batch("DETACH DATABASE new")?;
+        result
+    })();
+    let placed = copied.and_then(|()| {
+        std::fs::File::open(&new)
+            .and_then(|f| f.sync_all())
+            .map_err(|e| failed("syncing the new file", &e))?;
+        std::fs::rename(&new, &target).map_err(|e| failed("renaming the new file", &e))?;
+        if let Some(dir) = target.parent() {
+            std::fs::File::open(dir)
+                .and_then(|d| d.sync_all())
+                .map_err(|e| failed("syncing the directory", &e))?;
+        }
+        Ok(())
+    });
+    if placed.is_err() {
+        let _ = std::fs::remove_file(&new);
+    }
+    placed
 }
 
 #[cfg(test)]
@@ -893,7 +1023,8 @@ mod tests {
         for (name, exact) in [("exact.db", true), ("unknown.db", false)] {
             let path = dir.path().join(name);
             v8_file_of_2000_requests(&path);
-            let needed = room_needed(&Connection::open(&path).unwrap()).unwrap();
+            let steps: Vec<&Migration> = MIGRATIONS.iter().filter(|m| m.to > 8).collect();
+            let needed = room_needed(&Connection::open(&path).unwrap(), &steps).unwrap();
             assert!(needed > 2000 * 1024, "{needed}");
             let just_enough = move |_: &Path| Ok(needed);
             let free_space: FreeSpace = if exact { &just_enough } else { &unknown };
@@ -908,6 +1039,94 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         assert!(disk_free(&dir.path().join("hookbin.db")).unwrap() > 0);
         assert!(disk_free(Path::new("hookbin.db")).unwrap() > 0);
+    }
+
+    /// Version 9 goes into a new file, which takes the database's place: the file is its data's
+    /// size, with no free pages (in place, the old tables' pages stayed as free pages and the
+    /// file twice as large), keeps its permissions, and is reached through a link as before.
+    #[cfg(unix)]
+    #[test]
+    fn version_9_is_written_into_a_new_file_of_its_data_size_with_the_old_permissions() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v8.db");
+        v8_file_of_2000_requests(&path);
+        let before = std::fs::metadata(&path).unwrap().len();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
+        let link = dir.path().join("link.db");
+        std::os::unix::fs::symlink(&path, &link).unwrap();
+
+        let conn = open_writer(&link, Synchronous::Normal).unwrap();
+        assert_eq!(version(&conn), SCHEMA_VERSION);
+        let count: i64 = conn
+            .query_row("SELECT count(*) FROM bin_requests", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(count, 2000);
+        let free: i64 = conn
+            .query_row("PRAGMA freelist_count", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(free, 0);
+        let after = std::fs::metadata(&path).unwrap();
+        assert!(
+            after.len() <= before,
+            "{before} bytes before, {} after",
+            after.len()
+        );
+        assert_eq!(after.permissions().mode() & 0o777, 0o640);
+        assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
+        let mut names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["link.db", "v8.db", "v8.db-shm", "v8.db-wal"]);
+    }
+
+    /// A crash during the copy leaves the database as it was and the new file half written;
+    /// the next start deletes it and upgrades again.
+    #[test]
+    fn an_interrupted_upgrades_file_is_deleted_and_the_upgrade_runs_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v8.db");
+        v8_file_of_2000_requests(&path);
+        let leftover = dir.path().join("v8.db.upgrade-9");
+        std::fs::write(&leftover, vec![0x55; 100_000]).unwrap();
+        let conn = open_writer(&path, Synchronous::Normal).unwrap();
+        assert_eq!(version(&conn), SCHEMA_VERSION);
+        let count: i64 = conn
+            .query_row("SELECT count(*) FROM bin_requests", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(count, 2000);
+        assert!(!leftover.exists());
+    }
+
+    /// When the new file cannot be made, the upgrade fails with the reason and the database
+    /// keeps its version, its rows and WAL mode.
+    #[test]
+    fn an_upgrade_that_cannot_make_its_new_file_leaves_the_database_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v8.db");
+        v8_file_of_2000_requests(&path);
+        let in_the_way = dir.path().join("v8.db.upgrade-9");
+        std::fs::create_dir(&in_the_way).unwrap();
+        std::fs::write(in_the_way.join("x"), b"x").unwrap();
+        let err = open_writer(&path, Synchronous::Normal)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("upgrading to schema version 9") && err.contains("v8.db.upgrade-9"),
+            "{err}"
+        );
+        let old = Connection::open(&path).unwrap();
+        assert_eq!(version(&old), 8);
+        let count: i64 = old
+            .query_row("SELECT count(*) FROM bin_requests", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(count, 2000);
+        let mode: String = old
+            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(mode, "wal");
     }
 
     #[test]
