@@ -347,7 +347,7 @@ fn open_writer_with(
         other => other,
     })?;
     match migrated {
-        Migrated::InPlace => Ok(conn),
+        Migrated::Ready => Ok(conn),
         Migrated::Replaced => {
             drop(conn);
             open_writer_with(path, sync, free_space)
@@ -413,8 +413,8 @@ fn disk_free(path: &Path) -> std::io::Result<u64> {
 /// What [`migrate`] did to the file.
 #[derive(Debug, PartialEq, Eq)]
 enum Migrated {
-    /// The connection's file holds the current schema.
-    InPlace,
+    /// The connection's file holds the current schema (made, upgraded in place, or as it was).
+    Ready,
     /// A step wrote a new file under the database's name: the connection still holds the old,
     /// unlinked one, and the caller opens the path again (which runs any later step).
     Replaced,
@@ -423,7 +423,7 @@ enum Migrated {
 fn migrate(conn: &Connection, path: &Path, free_space: FreeSpace) -> Result<Migrated, StoreError> {
     let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
     match version {
-        SCHEMA_VERSION => Ok(Migrated::InPlace),
+        SCHEMA_VERSION => Ok(Migrated::Ready),
         0 => {
             let has_tables: bool = conn.query_row(
                 "SELECT EXISTS (SELECT 1 FROM sqlite_schema WHERE type = 'table')",
@@ -438,7 +438,7 @@ fn migrate(conn: &Connection, path: &Path, free_space: FreeSpace) -> Result<Migr
             conn.execute_batch(&format!(
                 "BEGIN; {SCHEMA_SQL}; PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
             ))?;
-            Ok(Migrated::InPlace)
+            Ok(Migrated::Ready)
         }
         v if v > SCHEMA_VERSION => Err(StoreError::Schema(format!(
             "schema version {v} is newer than this hookbin understands ({SCHEMA_VERSION}); upgrade hookbin"
@@ -464,7 +464,7 @@ fn migrate(conn: &Connection, path: &Path, free_space: FreeSpace) -> Result<Migr
                         return Ok((at, migrated));
                     }
                 }
-                Ok((at, Migrated::InPlace))
+                Ok((at, Migrated::Ready))
             })?;
             if at == SCHEMA_VERSION || migrated == Migrated::Replaced {
                 Ok(migrated)
@@ -591,7 +591,7 @@ fn upgrade(conn: &Connection, path: &Path, step: &Migration) -> Result<Migrated,
     conn.execute_batch("PRAGMA foreign_keys = OFF")?;
     let result = match step.rewrite {
         Rewrite::IntoNewFile => into_new_file(conn, path, step).map(|()| Migrated::Replaced),
-        Rewrite::No | Rewrite::InPlace => in_place(conn, step).map(|()| Migrated::InPlace),
+        Rewrite::No | Rewrite::InPlace => in_place(conn, step).map(|()| Migrated::Ready),
     };
     conn.execute_batch("PRAGMA foreign_keys = ON")?;
     result
