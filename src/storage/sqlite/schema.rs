@@ -777,6 +777,11 @@ mod tests {
         }
         let conn = open_writer(&path, Synchronous::Normal).unwrap();
         assert_eq!(version(&conn), SCHEMA_VERSION);
+        // Steps 2 and 7 copy in place; version 9's new file leaves their free pages behind.
+        let free: i64 = conn
+            .query_row("PRAGMA freelist_count", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(free, 0);
         let rows: Vec<(String, i64, String, Vec<u8>)> = conn
             .prepare(
                 "SELECT b.id, r.seq, r.method, r.body FROM bin_requests r
