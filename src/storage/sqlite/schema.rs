@@ -520,23 +520,32 @@ const MIB: u64 = 1024 * 1024;
 /// a journal of 25 MiB at its peak when version 9 was a copy in place (bench/RESULTS.md,
 /// 2026-12-06 17:15).
 fn room_needed(conn: &Connection, steps: &[&Migration]) -> rusqlite::Result<u64> {
-    let pragma = |name: &str| {
-        conn.query_row(&format!("PRAGMA {name}"), [], |r| r.get::<_, i64>(0))
-            .map(|n| u64::try_from(n).unwrap_or(0))
-    };
-    let page = pragma("page_size")?;
-    let pages = pragma("page_count")?;
-    let free = pragma("freelist_count")?.min(pages);
-    let live = (pages - free) * page;
+    let size = asked_size(conn)?;
+    let live = size.bytes_in_use();
     let copy = live + live / 16;
     let does = |kind: Rewrite| steps.iter().any(|m| m.rewrite == kind);
     let in_place = if does(Rewrite::InPlace) {
-        copy.saturating_sub(free * page)
+        copy.saturating_sub(u64::from(size.free_pages) * u64::from(size.page_size))
     } else {
         0
     };
     let new_file = if does(Rewrite::IntoNewFile) { copy } else { 0 };
     Ok(in_place + new_file)
+}
+
+/// The database's size as SQLite reads it (in a read transaction of its own outside one).
+pub(super) fn asked_size(conn: &Connection) -> rusqlite::Result<walbuf::Size> {
+    conn.prepare_cached(
+        "SELECT c.page_count, f.freelist_count, s.page_size
+           FROM pragma_page_count() AS c, pragma_freelist_count() AS f, pragma_page_size() AS s",
+    )?
+    .query_row([], |r| {
+        Ok(walbuf::Size {
+            pages: r.get(0)?,
+            free_pages: r.get(1)?,
+            page_size: r.get(2)?,
+        })
+    })
 }
 
 /// Runs the schema upgrades with a rollback journal instead of the WAL, then goes back to WAL.
@@ -752,8 +761,12 @@ mod tests {
     }
 
     fn version(conn: &Connection) -> i64 {
-        conn.query_row("PRAGMA user_version", [], |r| r.get(0))
-            .unwrap()
+        scalar(conn, "PRAGMA user_version")
+    }
+
+    /// The one value a `PRAGMA` or `SELECT` answers.
+    fn scalar<T: rusqlite::types::FromSql>(conn: &Connection, sql: &str) -> T {
+        conn.query_row(sql, [], |r| r.get(0)).unwrap()
     }
 
     #[test]
@@ -778,9 +791,7 @@ mod tests {
         let conn = open_writer(&path, Synchronous::Normal).unwrap();
         assert_eq!(version(&conn), SCHEMA_VERSION);
         // Steps 2 and 7 copy in place; version 9's new file leaves their free pages behind.
-        let free: i64 = conn
-            .query_row("PRAGMA freelist_count", [], |r| r.get(0))
-            .unwrap();
+        let free: i64 = scalar(&conn, "PRAGMA freelist_count");
         assert_eq!(free, 0);
         let rows: Vec<(String, i64, String, Vec<u8>)> = conn
             .prepare(
@@ -827,17 +838,9 @@ mod tests {
             .collect::<Result<_, _>>()
             .unwrap();
         assert_eq!(rings, [i64::MAX, i64::MAX]);
-        let slots: i64 = conn
-            .query_row(
-                "SELECT count(*) FROM bin_requests WHERE slot = seq",
-                [],
-                |r| r.get(0),
-            )
-            .unwrap();
+        let slots: i64 = scalar(&conn, "SELECT count(*) FROM bin_requests WHERE slot = seq");
         assert_eq!(slots, 3);
-        let fk: bool = conn
-            .query_row("PRAGMA foreign_keys", [], |r| r.get(0))
-            .unwrap();
+        let fk: bool = scalar(&conn, "PRAGMA foreign_keys");
         assert!(fk, "foreign keys are on again after the upgrade");
 
         // The upgraded file has exactly the shape a new file gets from schema.sql.
@@ -954,9 +957,7 @@ mod tests {
             [],
         )
         .unwrap();
-        let num: i64 = conn
-            .query_row("SELECT num FROM bins WHERE id = 'n'", [], |r| r.get(0))
-            .unwrap();
+        let num: i64 = scalar(&conn, "SELECT num FROM bins WHERE id = 'n'");
         assert_eq!(num, 4);
         let fresh = open_writer(&dir.path().join("new.db"), Synchronous::Normal).unwrap();
         assert_eq!(shape(&conn), shape(&fresh));
@@ -1014,9 +1015,7 @@ mod tests {
         );
         let old = Connection::open(&path).unwrap();
         assert_eq!(version(&old), 8);
-        let count: i64 = old
-            .query_row("SELECT count(*) FROM bin_requests", [], |r| r.get(0))
-            .unwrap();
+        let count: i64 = scalar(&old, "SELECT count(*) FROM bin_requests");
         assert_eq!(count, 2000);
     }
 
@@ -1063,13 +1062,9 @@ mod tests {
 
         let conn = open_writer(&link, Synchronous::Normal).unwrap();
         assert_eq!(version(&conn), SCHEMA_VERSION);
-        let count: i64 = conn
-            .query_row("SELECT count(*) FROM bin_requests", [], |r| r.get(0))
-            .unwrap();
+        let count: i64 = scalar(&conn, "SELECT count(*) FROM bin_requests");
         assert_eq!(count, 2000);
-        let free: i64 = conn
-            .query_row("PRAGMA freelist_count", [], |r| r.get(0))
-            .unwrap();
+        let free: i64 = scalar(&conn, "PRAGMA freelist_count");
         assert_eq!(free, 0);
         let after = std::fs::metadata(&path).unwrap();
         assert!(
@@ -1098,9 +1093,7 @@ mod tests {
         std::fs::write(&leftover, vec![0x55; 100_000]).unwrap();
         let conn = open_writer(&path, Synchronous::Normal).unwrap();
         assert_eq!(version(&conn), SCHEMA_VERSION);
-        let count: i64 = conn
-            .query_row("SELECT count(*) FROM bin_requests", [], |r| r.get(0))
-            .unwrap();
+        let count: i64 = scalar(&conn, "SELECT count(*) FROM bin_requests");
         assert_eq!(count, 2000);
         assert!(!leftover.exists());
     }
@@ -1124,13 +1117,9 @@ mod tests {
         );
         let old = Connection::open(&path).unwrap();
         assert_eq!(version(&old), 8);
-        let count: i64 = old
-            .query_row("SELECT count(*) FROM bin_requests", [], |r| r.get(0))
-            .unwrap();
+        let count: i64 = scalar(&old, "SELECT count(*) FROM bin_requests");
         assert_eq!(count, 2000);
-        let mode: String = old
-            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
-            .unwrap();
+        let mode: String = scalar(&old, "PRAGMA journal_mode");
         assert_eq!(mode, "wal");
     }
 
@@ -1142,17 +1131,11 @@ mod tests {
             v8_file_of_2000_requests(&path);
             let conn = open_writer(&path, sync).unwrap();
             assert_eq!(version(&conn), SCHEMA_VERSION);
-            let count: i64 = conn
-                .query_row("SELECT count(*) FROM bin_requests", [], |r| r.get(0))
-                .unwrap();
+            let count: i64 = scalar(&conn, "SELECT count(*) FROM bin_requests");
             assert_eq!(count, 2000);
-            let mode: String = conn
-                .query_row("PRAGMA journal_mode", [], |r| r.get(0))
-                .unwrap();
+            let mode: String = scalar(&conn, "PRAGMA journal_mode");
             assert_eq!(mode, "wal");
-            let synchronous: i64 = conn
-                .query_row("PRAGMA synchronous", [], |r| r.get(0))
-                .unwrap();
+            let synchronous: i64 = scalar(&conn, "PRAGMA synchronous");
             assert_eq!(synchronous, level);
             // Through the WAL, the rebuilt tables would all be in it (no checkpoint has run:
             // wal_autocheckpoint is 0).
@@ -1188,9 +1171,7 @@ mod tests {
         );
         other.execute_batch("COMMIT").unwrap();
         assert_eq!(version(&other), 8);
-        let bins: i64 = other
-            .query_row("SELECT count(*) FROM bins", [], |r| r.get(0))
-            .unwrap();
+        let bins: i64 = scalar(&other, "SELECT count(*) FROM bins");
         assert_eq!(bins, 1);
     }
 
@@ -1198,10 +1179,7 @@ mod tests {
     fn the_writer_caches_more_pages_than_a_reader() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("c.db");
-        let cache = |conn: &Connection| -> i64 {
-            conn.query_row("PRAGMA cache_size", [], |r| r.get(0))
-                .unwrap()
-        };
+        let cache = |conn: &Connection| -> i64 { scalar(conn, "PRAGMA cache_size") };
         let writer = open_writer(&path, Synchronous::Normal).unwrap();
         assert_eq!(cache(&writer), -i64::from(WRITER_CACHE_KIB));
         // Readers keep SQLite's default (-2000 KiB): one cache per pooled connection.

@@ -33,6 +33,7 @@ use super::checkpoint::{WalSize, checkpoint, truncate_idle};
 use super::memo::Memo;
 use super::prefetch::Prefetcher;
 use super::ring::Ring;
+use super::schema::asked_size;
 use crate::events::EventHub;
 use crate::model::Bin;
 use crate::storage::{CaptureOutcome, CaptureReply, NewCapture, ReapProgress, StoreError};
@@ -305,21 +306,6 @@ pub fn live_bytes(conn: &Connection) -> rusqlite::Result<u64> {
     let size = asked_size(conn)?;
     walbuf::note_size(conn, size);
     Ok(size.bytes_in_use())
-}
-
-/// The database's size as SQLite reads it (in a read transaction of its own outside one).
-fn asked_size(conn: &Connection) -> rusqlite::Result<walbuf::Size> {
-    conn.prepare_cached(
-        "SELECT c.page_count, f.freelist_count, s.page_size
-           FROM pragma_page_count() AS c, pragma_freelist_count() AS f, pragma_page_size() AS s",
-    )?
-    .query_row([], |r| {
-        Ok(walbuf::Size {
-            pages: r.get(0)?,
-            free_pages: r.get(1)?,
-            page_size: r.get(2)?,
-        })
-    })
 }
 
 /// What one operation of a committed batch did.
