@@ -548,6 +548,22 @@ pub(super) fn asked_size(conn: &Connection) -> rusqlite::Result<walbuf::Size> {
     })
 }
 
+/// Gives the new file the old one's owner and group, as the copy in place kept them: an upgrade
+/// run as root over a service user's file would otherwise leave that user a file it cannot open.
+/// Only root may give a file away; anyone else makes files that are theirs already, so a refusal
+/// is logged and the upgrade goes on.
+#[cfg(unix)]
+fn keep_owner(new: &Path, old: &std::fs::Metadata) {
+    use std::os::unix::fs::MetadataExt;
+    if let Err(e) = std::os::unix::fs::chown(new, Some(old.uid()), Some(old.gid())) {
+        tracing::warn!(error = %e, file = %new.display(), uid = old.uid(), gid = old.gid(),
+            "cannot give the upgraded database file its old owner");
+    }
+}
+
+#[cfg(not(unix))]
+fn keep_owner(_new: &Path, _old: &std::fs::Metadata) {}
+
 /// Runs the schema upgrades with a rollback journal instead of the WAL, then goes back to WAL.
 ///
 /// A step that rebuilt the tables in place wrote every row into new pages. Through the WAL each
@@ -665,15 +681,15 @@ fn into_new_file(conn: &Connection, path: &Path, step: &Migration) -> Result<(),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(failed(&format!("removing {}", new.display()), &e)),
     }
-    let mode = std::fs::metadata(&target)
-        .map_err(|e| failed("reading the file's permissions", &e))?
-        .permissions();
+    let old =
+        std::fs::metadata(&target).map_err(|e| failed("reading the file's permissions", &e))?;
     std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .open(&new)
-        .and_then(|f| f.set_permissions(mode))
+        .and_then(|f| f.set_permissions(old.permissions()))
         .map_err(|e| failed(&format!("creating {}", new.display()), &e))?;
+    keep_owner(&new, &old);
     let copied = (|| {
         conn.execute("ATTACH DATABASE ?1 AS new", [new_text])?;
         let result = (|| {
@@ -1080,6 +1096,27 @@ mod tests {
             .collect();
         names.sort();
         assert_eq!(names, ["link.db", "v8.db", "v8.db-shm", "v8.db-wal"]);
+    }
+
+    /// Run as root over another user's file (a service user's, say), the upgraded file keeps
+    /// that owner and group. Only root may give a file away: as anyone else there is nothing to
+    /// check (CI runs as root).
+    #[cfg(unix)]
+    #[test]
+    fn version_9_keeps_the_files_owner_when_root_upgrades_it() {
+        use std::os::unix::fs::MetadataExt;
+        if rustix::process::geteuid().as_raw() != 0 {
+            eprintln!("not root: the owner of an upgraded file is not checked");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v8.db");
+        v8_file_of_2000_requests(&path);
+        std::os::unix::fs::chown(&path, Some(65534), Some(65534)).unwrap();
+        let conn = open_writer(&path, Synchronous::Normal).unwrap();
+        assert_eq!(version(&conn), SCHEMA_VERSION);
+        let after = std::fs::metadata(&path).unwrap();
+        assert_eq!((after.uid(), after.gid()), (65534, 65534));
     }
 
     /// A crash during the copy leaves the database as it was and the new file half written;
