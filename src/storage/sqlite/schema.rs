@@ -616,20 +616,23 @@ fn upgrade(conn: &Connection, path: &Path, step: &Migration) -> Result<Migrated,
     conn.execute_batch("PRAGMA foreign_keys = OFF")?;
     let result = match step.rewrite {
         Rewrite::IntoNewFile => into_new_file(conn, path, step).map(|()| Migrated::Replaced),
-        Rewrite::No | Rewrite::InPlace => in_place(conn, step).map(|()| Migrated::Ready),
+        Rewrite::No | Rewrite::InPlace => {
+            in_transaction(conn, "main", step).map(|()| Migrated::Ready)
+        }
     };
     conn.execute_batch("PRAGMA foreign_keys = ON")?;
     result
 }
 
-/// A step in a transaction of its own on the connection's file.
-fn in_place(conn: &Connection, step: &Migration) -> Result<(), StoreError> {
+/// A step in a transaction of its own that also sets the version of `schema` (the connection's
+/// file, `main`, or the attached new file, `new`), rolled back if it fails.
+fn in_transaction(conn: &Connection, schema: &str, step: &Migration) -> Result<(), StoreError> {
     let result = (|| {
         conn.execute_batch(&format!(
-            "BEGIN IMMEDIATE; {}; PRAGMA user_version = {};",
+            "BEGIN IMMEDIATE; {}; PRAGMA {schema}.user_version = {};",
             step.sql, step.to
         ))?;
-        no_dangling_rows(conn, "main", step.to)?;
+        no_dangling_rows(conn, schema, step.to)?;
         conn.execute_batch("COMMIT")?;
         Ok(())
     })();
@@ -657,7 +660,8 @@ fn no_dangling_rows(conn: &Connection, schema: &str, to: i64) -> Result<(), Stor
 /// database, with neither journal nor syncs while it fills (a failure or a crash leaves the
 /// database as it was and the new file to be deleted: by this function, or by the next start),
 /// then syncs it and renames it over the database. The rename is atomic: a crash leaves either
-/// file whole under the name. The new file gets the old one's permissions.
+/// file whole under the name. The new file gets the old one's permissions (and owner: see
+/// [`keep_owner`]).
 fn into_new_file(conn: &Connection, path: &Path, step: &Migration) -> Result<(), StoreError> {
     let failed = |what: &str, e: &dyn std::fmt::Display| {
         StoreError::Schema(format!(
@@ -692,19 +696,10 @@ fn into_new_file(conn: &Connection, path: &Path, step: &Migration) -> Result<(),
     keep_owner(&new, &old);
     let copied = (|| {
         conn.execute("ATTACH DATABASE ?1 AS new", [new_text])?;
-        let result = (|| {
-            conn.execute_batch(&format!(
-                "PRAGMA new.journal_mode = OFF; PRAGMA new.synchronous = OFF;
-                 BEGIN IMMEDIATE; {}; PRAGMA new.user_version = {};",
-                step.sql, step.to
-            ))?;
-            no_dangling_rows(conn, "new", step.to)?;
-            conn.execute_batch("COMMIT")?;
-            Ok(())
-        })();
-        if result.is_err() && !conn.is_autocommit() {
-            let _ = conn.execute_batch("ROLLBACK");
-        }
+        let result = conn
+            .execute_batch("PRAGMA new.journal_mode = OFF; PRAGMA new.synchronous = OFF;")
+            .map_err(StoreError::from)
+            .and_then(|()| in_transaction(conn, "new", step));
         conn.execute_batch("DETACH DATABASE new")?;
         result
     })();
